@@ -1,0 +1,278 @@
+//! Credentials: API key secrets, JWT verification, and the authenticated [`Actor`].
+
+use std::fmt;
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use rand::RngExt;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::role::{Permission, Role};
+
+/// Prefix of every API key secret.
+pub const API_KEY_SECRET_PREFIX: &str = "vpk_";
+const SECRET_BODY_LEN: usize = 40;
+/// Length of the visible `prefix` of a key.
+pub const API_KEY_PREFIX_LEN: usize = 12;
+
+/// A freshly generated API key secret. Its `Debug` output hides the secret.
+pub struct ApiKeySecret {
+    secret: String,
+}
+
+impl ApiKeySecret {
+    /// A new random secret: `vpk_` and 40 characters of `[A-Za-z0-9]`.
+    pub fn generate() -> Self {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut rng = rand::rng();
+        let mut secret = String::with_capacity(API_KEY_SECRET_PREFIX.len() + SECRET_BODY_LEN);
+        secret.push_str(API_KEY_SECRET_PREFIX);
+        for _ in 0..SECRET_BODY_LEN {
+            secret.push(char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]));
+        }
+        Self { secret }
+    }
+
+    /// The full secret, to be shown once.
+    pub fn expose(&self) -> &str {
+        &self.secret
+    }
+
+    /// The visible prefix stored with the key.
+    pub fn prefix(&self) -> &str {
+        &self.secret[..API_KEY_PREFIX_LEN]
+    }
+
+    /// The hash stored in place of the secret.
+    pub fn hash(&self) -> String {
+        hash_secret(&self.secret)
+    }
+}
+
+impl fmt::Debug for ApiKeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKeySecret({}…)", self.prefix())
+    }
+}
+
+/// Whether `s` has the shape of an API key secret.
+pub fn is_well_formed_secret(s: &str) -> bool {
+    s.strip_prefix(API_KEY_SECRET_PREFIX).is_some_and(|body| {
+        body.len() == SECRET_BODY_LEN && body.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// SHA-256 (lower-case hex) of a secret. Secrets carry 238 random bits, so a fast hash is
+/// enough: there is nothing to brute-force.
+pub fn hash_secret(secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    out
+}
+
+/// What a request presents: the raw header values. `Debug` hides the secrets.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// `X-API-Key`.
+    pub api_key: Option<String>,
+    /// The token of `Authorization: Bearer <token>`.
+    pub bearer: Option<String>,
+    /// `X-Organization-Id`.
+    pub organization_id: Option<String>,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .field("organization_id", &self.organization_id)
+            .finish()
+    }
+}
+
+/// How the caller authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// With the API key of this id.
+    ApiKey(String),
+    /// With a JWT for a member.
+    User,
+}
+
+/// An authenticated caller acting in one organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// The organization the request acts in.
+    pub organization_id: String,
+    /// The user behind the request (a key's creator for API keys).
+    pub user_id: String,
+    /// The role the request acts with.
+    pub role: Role,
+    /// How it authenticated.
+    pub principal: Principal,
+}
+
+impl Actor {
+    /// Fails with 403 unless the actor's role holds `permission`.
+    pub fn require(&self, permission: Permission) -> Result<()> {
+        if self.role.allows(permission) {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!(
+                "your role `{}` lacks the permission `{}`",
+                self.role, permission
+            )))
+        }
+    }
+}
+
+/// Claims voiceplane reads from a JWT.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UserClaims {
+    /// The user id (`user_…`).
+    pub sub: String,
+    /// Expiry (seconds since the epoch); required.
+    pub exp: i64,
+    /// The user's e-mail.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// The user's display name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// JWT settings: an HS256 secret or a PEM public key (RSA for RS256, EC P-256 for ES256), and
+/// optional issuer and audience. `Debug` hides the secret.
+#[derive(Clone, Default)]
+pub struct JwtSettings {
+    /// HS256 shared secret.
+    pub hs256_secret: Option<String>,
+    /// PEM public key for RS256 or ES256.
+    pub public_key_pem: Option<String>,
+    /// Required `iss`, when set.
+    pub issuer: Option<String>,
+    /// Required `aud`, when set.
+    pub audience: Option<String>,
+}
+
+impl fmt::Debug for JwtSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtSettings")
+            .field(
+                "hs256_secret",
+                &self.hs256_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("public_key_pem", &self.public_key_pem.is_some())
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .finish()
+    }
+}
+
+/// Verifies bearer tokens against the configured keys.
+#[derive(Clone)]
+pub struct JwtVerifier {
+    keys: Vec<(DecodingKey, Validation)>,
+}
+
+impl fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("keys", &self.keys.len())
+            .finish()
+    }
+}
+
+impl JwtVerifier {
+    /// Builds a verifier; `Ok(None)` when no key is configured. A PEM that is neither an RSA
+    /// nor an EC public key is an error naming `auth.jwt_public_key_pem`.
+    pub fn new(settings: &JwtSettings) -> Result<Option<Self>> {
+        let mut keys = Vec::new();
+        let validation = |alg| {
+            let mut v = Validation::new(alg);
+            v.set_required_spec_claims(&["exp", "sub"]);
+            v.leeway = 30;
+            match &settings.issuer {
+                Some(iss) => v.set_issuer(&[iss]),
+                None => v.iss = None,
+            }
+            match &settings.audience {
+                Some(aud) => v.set_audience(&[aud]),
+                None => v.validate_aud = false,
+            }
+            v
+        };
+        if let Some(secret) = settings.hs256_secret.as_deref().filter(|s| !s.is_empty()) {
+            keys.push((
+                DecodingKey::from_secret(secret.as_bytes()),
+                validation(Algorithm::HS256),
+            ));
+        }
+        if let Some(pem) = settings.public_key_pem.as_deref().filter(|s| !s.is_empty()) {
+            let pem = pem.as_bytes();
+            if let Ok(key) = DecodingKey::from_rsa_pem(pem) {
+                keys.push((key, validation(Algorithm::RS256)));
+            } else if let Ok(key) = DecodingKey::from_ec_pem(pem) {
+                keys.push((key, validation(Algorithm::ES256)));
+            } else {
+                return Err(Error::invalid(
+                    "auth.jwt_public_key_pem is neither an RSA nor an EC (P-256) public key in PEM form",
+                ));
+            }
+        }
+        Ok((!keys.is_empty()).then_some(Self { keys }))
+    }
+
+    /// Verifies signature, expiry, issuer and audience, and returns the claims.
+    pub fn verify(&self, token: &str) -> Result<UserClaims> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| Error::unauthenticated("bearer token is not a well-formed JWT"))?;
+        let Some((key, validation)) = self
+            .keys
+            .iter()
+            .find(|(_, v)| v.algorithms.contains(&header.alg))
+        else {
+            return Err(Error::unauthenticated(format!(
+                "bearer token is signed with {:?}, which this server does not accept",
+                header.alg
+            )));
+        };
+        jsonwebtoken::decode::<UserClaims>(token, key, validation)
+            .map(|data| data.claims)
+            .map_err(|e| {
+                Error::unauthenticated(match e.kind() {
+                    ErrorKind::ExpiredSignature => "bearer token has expired".to_owned(),
+                    ErrorKind::InvalidSignature => "bearer token signature is invalid".to_owned(),
+                    ErrorKind::InvalidIssuer => "bearer token has the wrong issuer".to_owned(),
+                    ErrorKind::InvalidAudience => "bearer token has the wrong audience".to_owned(),
+                    ErrorKind::ImmatureSignature => "bearer token is not valid yet".to_owned(),
+                    ErrorKind::MissingRequiredClaim(c) => {
+                        format!("bearer token lacks the `{c}` claim")
+                    }
+                    _ => "bearer token is invalid".to_owned(),
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_have_the_pinned_shape() {
+        let s = ApiKeySecret::generate();
+        assert!(is_well_formed_secret(s.expose()));
+        assert_eq!(s.prefix().len(), 12);
+        assert!(s.expose().starts_with(s.prefix()));
+        assert_eq!(s.hash(), hash_secret(s.expose()));
+        assert!(!format!("{s:?}").contains(s.expose()));
+        assert!(!is_well_formed_secret("vpk_short"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Identifier formats. Every id is a fixed prefix followed by lower-case hex, e.g.
+//! `agent_3f9a0c1d2e4b5a6c`; `apikey_` and `intg_` ids carry exactly 12 hex digits.
+
+use rand::RngExt;
+
+use crate::error::{Error, Result};
+
+/// The kinds of identifier voiceplane issues, with their prefix and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdKind {
+    /// `org_` organizations.
+    Organization,
+    /// `user_` users.
+    User,
+    /// `mem_` memberships.
+    Membership,
+    /// `apikey_` API keys (exactly 12 hex digits).
+    ApiKey,
+    /// `call_` calls.
+    Call,
+    /// `tool_` tools.
+    Tool,
+    /// `doc_` knowledge-base documents.
+    Document,
+    /// `agent_` agents.
+    Agent,
+    /// `intg_` integrations (exactly 12 hex digits).
+    Integration,
+    /// `phon_` phone numbers.
+    PhoneNumber,
+    /// `inv_` invitations.
+    Invitation,
+}
+
+impl IdKind {
+    /// The prefix including its underscore.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Self::Organization => "org_",
+            Self::User => "user_",
+            Self::Membership => "mem_",
+            Self::ApiKey => "apikey_",
+            Self::Call => "call_",
+            Self::Tool => "tool_",
+            Self::Document => "doc_",
+            Self::Agent => "agent_",
+            Self::Integration => "intg_",
+            Self::PhoneNumber => "phon_",
+            Self::Invitation => "inv_",
+        }
+    }
+
+    /// How many hex digits a new id of this kind gets.
+    pub const fn generated_len(self) -> usize {
+        match self {
+            Self::ApiKey | Self::Integration => 12,
+            Self::Call => 24,
+            _ => 16,
+        }
+    }
+
+    /// Whether ids of this kind have exactly [`generated_len`](Self::generated_len) digits
+    /// (pinned by the spec) rather than at least 12.
+    const fn fixed_len(self) -> bool {
+        matches!(self, Self::ApiKey | Self::Integration)
+    }
+
+    /// The field name used in error messages, e.g. `agent_id`.
+    pub const fn field(self) -> &'static str {
+        match self {
+            Self::Organization => "organization_id",
+            Self::User => "user_id",
+            Self::Membership => "membership_id",
+            Self::ApiKey => "key_id",
+            Self::Call => "call_sid",
+            Self::Tool => "tool_id",
+            Self::Document => "documentation_id",
+            Self::Agent => "agent_id",
+            Self::Integration => "integration_id",
+            Self::PhoneNumber => "phone_number_id",
+            Self::Invitation => "invite_id",
+        }
+    }
+
+    /// Whether `id` has this kind's format. Ids of users come from identity providers too, so
+    /// they only need the prefix and a non-empty tail of `[A-Za-z0-9_-]`.
+    pub fn matches(self, id: &str) -> bool {
+        let Some(tail) = id.strip_prefix(self.prefix()) else {
+            return false;
+        };
+        match self {
+            Self::User => {
+                !tail.is_empty()
+                    && tail.len() <= 128
+                    && tail
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            }
+            Self::Call => {
+                !tail.is_empty()
+                    && tail.len() <= 64
+                    && tail.bytes().all(|b| b.is_ascii_alphanumeric())
+            }
+            _ => {
+                let hex = tail.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+                let len_ok = if self.fixed_len() {
+                    tail.len() == self.generated_len()
+                } else {
+                    (12..=64).contains(&tail.len())
+                };
+                hex && len_ok
+            }
+        }
+    }
+
+    /// Checks `id` and returns it, or a 400 naming the expected format.
+    pub fn parse(self, id: &str) -> Result<String> {
+        if self.matches(id) {
+            Ok(id.to_owned())
+        } else {
+            Err(Error::invalid(format!(
+                "{} `{}` is malformed: expected {}",
+                self.field(),
+                truncate(id, 80),
+                self.describe()
+            )))
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Self::User => "`user_` followed by letters, digits, `_` or `-`".to_owned(),
+            Self::Call => "`call_` followed by letters and digits".to_owned(),
+            k if k.fixed_len() => format!("`{}` followed by 12 hex digits", k.prefix()),
+            k => format!("`{}` followed by at least 12 hex digits", k.prefix()),
+        }
+    }
+}
+
+/// Cuts user input to at most `max` characters for echoing in an error message.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Makes new identifiers; tests may substitute a deterministic one.
+pub trait IdGenerator: Send + Sync + 'static {
+    /// A new, unique id of `kind`.
+    fn generate(&self, kind: IdKind) -> String;
+}
+
+/// Random ids from the operating system's CSPRNG-seeded thread generator.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomIds;
+
+impl IdGenerator for RandomIds {
+    fn generate(&self, kind: IdKind) -> String {
+        let mut rng = rand::rng();
+        let mut id = String::with_capacity(kind.prefix().len() + kind.generated_len());
+        id.push_str(kind.prefix());
+        for _ in 0..kind.generated_len() {
+            let n: u8 = rng.random_range(0..16);
+            id.push(char::from_digit(u32::from(n), 16).unwrap_or('0'));
+        }
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_have_the_pinned_formats() {
+        let ids = RandomIds;
+        for kind in [
+            IdKind::Organization,
+            IdKind::User,
+            IdKind::Membership,
+            IdKind::ApiKey,
+            IdKind::Call,
+            IdKind::Tool,
+            IdKind::Document,
+            IdKind::Agent,
+            IdKind::Integration,
+            IdKind::PhoneNumber,
+            IdKind::Invitation,
+        ] {
+            let id = ids.generate(kind);
+            assert!(kind.matches(&id), "{id} should match {kind:?}");
+        }
+        let key = ids.generate(IdKind::ApiKey);
+        assert_eq!(key.len(), "apikey_".len() + 12);
+    }
+
+    #[test]
+    fn malformed_ids_are_rejected() {
+        assert!(IdKind::ApiKey.parse("apikey_0123456789ab").is_ok());
+        assert!(IdKind::ApiKey.parse("apikey_0123456789abc").is_err());
+        assert!(IdKind::Agent.parse("agent_0123456789abcdef").is_ok());
+        assert!(IdKind::Agent.parse("agent_XYZ").is_err());
+        assert!(IdKind::Agent.parse("tool_0123456789ab").is_err());
+        assert!(IdKind::Call.parse("call_abc123").is_ok());
+        assert!(IdKind::Call.parse("call_").is_err());
+    }
+}

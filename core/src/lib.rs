@@ -1,0 +1,40 @@
+//! # voiceplane-core
+//!
+//! The domain of voiceplane, the organization-scoped control plane for AI voice agents:
+//! resources ([`model`]), identifiers ([`ids`]), roles and permissions ([`role`]), the error
+//! type ([`Error`]), keyset pagination ([`page`]), credentials ([`auth`]), and the
+//! [`Service`], which has one async method per operation named `<resource>_<verb>`.
+//!
+//! The service reaches the outside world only through traits: [`repo::Repository`] for the
+//! database, [`time::Clock`] and [`ids::IdGenerator`]. This crate depends on no HTTP framework
+//! and no SQL crate.
+//!
+//! ```no_run
+//! # async fn demo(repo: std::sync::Arc<dyn voiceplane_core::repo::Repository>) -> voiceplane_core::Result<()> {
+//! use voiceplane_core::{Service, auth::Credentials};
+//! let service = Service::new(repo);
+//! let actor = service
+//!     .authenticate(&Credentials {
+//!         api_key: Some("vpk_…".into()),
+//!         organization_id: Some("org_…".into()),
+//!         ..Default::default()
+//!     })
+//!     .await?;
+//! let agent = service.agent_view(&actor, "agent_0123456789abcdef").await?;
+//! println!("{}", agent.agent_name);
+//! # Ok(()) }
+//! ```
+
+pub mod auth;
+pub mod error;
+pub mod ids;
+pub mod model;
+pub mod page;
+pub mod repo;
+pub mod role;
+pub mod service;
+pub mod time;
+pub mod validate;
+
+pub use error::{Error, Result};
+pub use service::{BootstrapInput, BootstrapOutput, Service};

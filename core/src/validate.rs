@@ -1,0 +1,88 @@
+//! Small input checks shared by the operations; each failure is a 400 naming the field.
+
+use crate::error::{Error, Result};
+use crate::ids::truncate;
+
+/// Trims `value` and requires 1..=`max` characters.
+pub fn text(field: &str, value: &str, max: usize) -> Result<String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(Error::invalid(format!("{field} must not be empty")));
+    }
+    if v.chars().count() > max {
+        return Err(Error::invalid(format!(
+            "{field} must be at most {max} characters"
+        )));
+    }
+    Ok(v.to_owned())
+}
+
+/// An E.164 number: `+`, a non-zero digit, and 1–14 more digits.
+pub fn e164(field: &str, value: &str) -> Result<String> {
+    let ok = value
+        .strip_prefix('+')
+        .is_some_and(|d| (2..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()))
+        && !value.starts_with("+0");
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(Error::invalid(format!(
+            "{field} `{}` is not an E.164 phone number such as +14155550123",
+            truncate(value, 40)
+        )))
+    }
+}
+
+/// A plausible e-mail address, returned lower case.
+pub fn email(field: &str, value: &str) -> Result<String> {
+    let v = value.trim().to_lowercase();
+    let ok = v.len() <= 254
+        && v.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !v.chars().any(char::is_whitespace)
+                && !domain.contains('@')
+        });
+    if ok {
+        Ok(v)
+    } else {
+        Err(Error::invalid(format!(
+            "{field} `{}` is not an e-mail address",
+            truncate(value, 80)
+        )))
+    }
+}
+
+/// A finite number within `min..=max`.
+pub fn number(field: &str, value: f64, min: f64, max: f64) -> Result<f64> {
+    if value.is_finite() && value >= min && value <= max {
+        Ok(value)
+    } else {
+        Err(Error::invalid(format!(
+            "{field} must be a number between {min} and {max}"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks() {
+        assert!(e164("to_number", "+14155550123").is_ok());
+        assert!(e164("to_number", "14155550123").is_err());
+        assert!(e164("to_number", "+0123").is_err());
+        assert!(e164("to_number", "+1").is_err());
+        assert_eq!(
+            email("email", " Ana@Example.com ").unwrap(),
+            "ana@example.com"
+        );
+        assert!(email("email", "ana@example").is_err());
+        assert!(text("name", "  ", 10).is_err());
+        assert!(text("name", "abcdefghijk", 10).is_err());
+        assert!(number("t", f64::NAN, 0.0, 2.0).is_err());
+    }
+}
