@@ -669,6 +669,8 @@ pub enum InvitationStatus {
     Accepted,
     /// An admin withdrew it.
     Revoked,
+    /// It was not accepted in time.
+    Expired,
 }
 
 /// An invitation to join an organization (spec §2.10).
@@ -684,7 +686,7 @@ pub struct Invitation {
     pub role: Role,
     /// User id of the admin who invited.
     pub invited_by: String,
-    /// `pending`, `accepted` or `revoked`.
+    /// `pending`, `accepted`, `revoked` or `expired`.
     pub status: InvitationStatus,
     /// When it was created.
     pub created_at: Timestamp,

@@ -65,19 +65,108 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// The SeaORM repository.
+mod convert;
+mod entity;
+mod migration;
+mod repo;
+
+use std::time::Duration;
+
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection};
+use sea_orm_migration::MigratorTrait;
+
+/// The SeaORM repository: a pooled connection to SQLite or Postgres.
 #[derive(Clone, Debug)]
-pub struct SeaRepository {}
+pub struct SeaRepository {
+    db: DatabaseConnection,
+}
 
 impl SeaRepository {
-    /// Connects (SQLite in WAL mode with foreign keys and a busy timeout). Does not migrate.
+    /// Connects to the database. SQLite runs in WAL mode with foreign keys on and a busy
+    /// timeout, set on every pooled connection; `sqlite::memory:` gets a single connection so
+    /// that every query sees the same database. Does not migrate.
     pub async fn connect(options: &DatabaseOptions) -> Result<Self> {
-        let _ = options;
-        Err(Error::Unavailable("not implemented yet".into()))
+        let url = options.url.trim();
+        let is_sqlite = url.starts_with("sqlite:");
+        let is_memory = is_sqlite && (url.contains(":memory:") || url.contains("mode=memory"));
+        if !is_sqlite && !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+            return Err(Error::invalid(format!(
+                "database.url must start with sqlite: or postgres://, got {}",
+                redact_url(url)
+            )));
+        }
+        let mut opt = ConnectOptions::new(url.to_owned());
+        opt.connect_timeout(Duration::from_secs(5))
+            .acquire_timeout(Duration::from_secs(5))
+            .sqlx_logging(false);
+        if is_sqlite {
+            use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+            opt.map_sqlx_sqlite_opts(|o| {
+                o.journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .foreign_keys(true)
+                    .busy_timeout(Duration::from_secs(5))
+            });
+            if is_memory {
+                // Each connection to `:memory:` is its own empty database: keep exactly one,
+                // forever.
+                opt.max_connections(1)
+                    .min_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None);
+            } else {
+                opt.max_connections(options.max_connections.unwrap_or(8));
+            }
+        } else {
+            opt.max_connections(options.max_connections.unwrap_or(16));
+            if let Some(schema) = &options.schema {
+                if !schema
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    return Err(Error::invalid(
+                        "schema names may only contain a-z, 0-9 and _",
+                    ));
+                }
+                opt.set_schema_search_path(schema.clone());
+            }
+        }
+        let db = Database::connect(opt).await.map_err(|e| {
+            Error::Unavailable(format!(
+                "cannot connect to the database at {}: {}",
+                redact_url(url),
+                scrub(&e.to_string(), url)
+            ))
+        })?;
+        if let (DatabaseBackend::Postgres, Some(schema)) =
+            (db.get_database_backend(), &options.schema)
+        {
+            db.execute_unprepared(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+                .await
+                .map_err(convert::db_err)?;
+        }
+        Ok(Self { db })
     }
 
-    /// Applies pending migrations.
+    /// Applies pending migrations; safe to run at every start and from several instances
+    /// (already applied migrations are skipped).
     pub async fn migrate(&self) -> Result<()> {
-        Ok(())
+        migration::Migrator::up(&self.db, None)
+            .await
+            .map_err(|e| Error::Unavailable(format!("database migration failed: {e}")))
     }
+
+    /// The underlying connection, for callers that need raw access (tests, tooling).
+    pub fn connection(&self) -> &DatabaseConnection {
+        &self.db
+    }
+}
+
+/// Removes any occurrence of the URL's password from an error text.
+fn scrub(text: &str, url: &str) -> String {
+    let redacted = redact_url(url);
+    if redacted == url {
+        return text.to_owned();
+    }
+    text.replace(url, &redacted)
 }

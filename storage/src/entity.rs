@@ -1,0 +1,320 @@
+//! SeaORM entities, one module per table. Timestamps are `BIGINT` microseconds since the epoch
+//! so that keyset ordering is exact and identical on SQLite and Postgres; id lists are JSON text.
+
+pub mod organization {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "organizations")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub organization_id: String,
+        pub name: String,
+        pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod user {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "users")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub user_id: String,
+        pub email: String,
+        pub name: Option<String>,
+        pub created_at: i64,
+        pub last_login: Option<i64>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod membership {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "memberships")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub membership_id: String,
+        pub organization_id: String,
+        pub user_id: String,
+        pub role: String,
+        pub status: String,
+        pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {
+        #[sea_orm(
+            belongs_to = "super::user::Entity",
+            from = "Column::UserId",
+            to = "super::user::Column::UserId"
+        )]
+        User,
+    }
+
+    impl Related<super::user::Entity> for Entity {
+        fn to() -> RelationDef {
+            Relation::User.def()
+        }
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod api_key {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "api_keys")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub key_id: String,
+        pub organization_id: String,
+        pub user_id: String,
+        pub name: String,
+        pub role: String,
+        pub prefix: String,
+        pub secret_hash: String,
+        pub status: String,
+        pub created_at: i64,
+        pub last_used_at: Option<i64>,
+        pub expires_at: Option<i64>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod call {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "calls")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub call_sid: String,
+        pub organization_id: String,
+        pub agent_id: String,
+        pub agent_name: Option<String>,
+        pub to_number: String,
+        pub from_number: Option<String>,
+        pub call_type: String,
+        pub status: String,
+        pub recording_enabled: bool,
+        pub total_cost: f64,
+        pub duration_seconds: Option<f64>,
+        pub turn_count: i64,
+        pub start_time: Option<i64>,
+        pub end_time: Option<i64>,
+        pub end_reason: Option<String>,
+        pub billing_status: Option<String>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod tool {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "tools")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub tool_id: String,
+        pub organization_id: String,
+        pub tool_name: String,
+        pub tool_description: String,
+        pub http_method: String,
+        pub url: String,
+        pub headers: String,
+        pub parameters: String,
+        pub timeout_seconds: i32,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod document {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "kb_documents")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub documentation_id: String,
+        pub organization_id: String,
+        pub name: String,
+        pub doc_type: String,
+        pub storage_key: Option<String>,
+        pub storage_uri: Option<String>,
+        pub content_type: String,
+        pub size: i64,
+        pub filename: Option<String>,
+        pub processing_status: String,
+        pub page_count: Option<i64>,
+        pub vector_count: Option<i64>,
+        pub last_processed_at: Option<i64>,
+        pub text_content: Option<String>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod agent {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "agents")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub agent_id: String,
+        pub organization_id: String,
+        pub agent_name: String,
+        pub language: String,
+        pub stt_provider: String,
+        pub tts_provider: String,
+        pub tts_voice: String,
+        pub llm_provider: String,
+        pub llm_model: String,
+        pub system_prompt: String,
+        pub speak_first: bool,
+        pub end_call_tool: bool,
+        pub llm_temperature: f64,
+        pub recording_enabled: bool,
+        pub voicemail_detection: bool,
+        pub voicemail_response_delay: f64,
+        pub custom_tools: String,
+        pub kb_document_ids: String,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {
+        #[sea_orm(has_many = "super::phone_number::Entity")]
+        PhoneNumber,
+    }
+
+    impl Related<super::phone_number::Entity> for Entity {
+        fn to() -> RelationDef {
+            Relation::PhoneNumber.def()
+        }
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod integration {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "integrations")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub integration_id: String,
+        pub organization_id: String,
+        pub name: String,
+        pub provider: String,
+        pub category: String,
+        pub status: String,
+        pub credentials_ciphertext: String,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod phone_number {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "phone_numbers")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub phone_number_id: String,
+        pub organization_id: String,
+        pub phone_number: String,
+        pub provider: String,
+        pub status: String,
+        pub supports_inbound: bool,
+        pub supports_outbound: bool,
+        pub assigned_agent_id: Option<String>,
+        pub integration_id: Option<String>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {
+        #[sea_orm(
+            belongs_to = "super::agent::Entity",
+            from = "Column::AssignedAgentId",
+            to = "super::agent::Column::AgentId"
+        )]
+        Agent,
+    }
+
+    impl Related<super::agent::Entity> for Entity {
+        fn to() -> RelationDef {
+            Relation::Agent.def()
+        }
+    }
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod invitation {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "invitations")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub invite_id: String,
+        pub organization_id: String,
+        pub email: String,
+        pub role: String,
+        pub invited_by: String,
+        pub status: String,
+        pub created_at: i64,
+        pub expires_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
