@@ -3,6 +3,8 @@
 //! Run on SQLite only: `cargo test --test service`.
 //! Run on both: `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo test --test service`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashSet;
 
 use serde_json::json;

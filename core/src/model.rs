@@ -476,7 +476,8 @@ pub enum TtsProvider {
 pub struct Agent {
     /// `agent_…`
     pub agent_id: String,
-    /// Organization id.
+    /// Organization id (not part of the spec's agent shape, so not serialized).
+    #[serde(skip_serializing)]
     pub client_id: String,
     /// Name.
     pub agent_name: String,

@@ -1,1 +1,233 @@
-//! placeholder
+//! # voiceplane-http
+//!
+//! A minimal hyper 1.x adapter for the voiceplane [`Service`]: routing, header, query and body
+//! parsing, authentication, the error → status mapping and the response envelopes. It holds
+//! no business logic; every endpoint is a call to one `Service` operation.
+//!
+//! [`Api`] is the whole adapter. Use it as
+//!
+//! - a plain async function: [`Api::handle`] takes any `http::Request<B>` whose body
+//!   implements [`http_body::Body`] and always returns a response;
+//! - a [`tower_service::Service`] with `Error = Infallible`, which any tower-based server
+//!   mounts (axum: `Router::nest_service("/voice", api)`; paths are matched on
+//!   `req.uri().path()`, so a prefix must be stripped before the request reaches `Api`, which
+//!   axum's `nest_service` does);
+//! - a standalone server: [`serve()`] runs an HTTP/1.1 accept loop on a listener with graceful
+//!   shutdown.
+//!
+//! The contract every response follows (statuses, envelopes, headers) is written down in the
+//! crate's `README.md`. In short: success bodies are `{"success": true, "data": …}` (lists add
+//! `pagination`), errors are `{"detail": "…"}` with the status chosen by [`status_for`], and
+//! request bodies are limited to [`HttpConfig::max_body_bytes`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use voiceplane_http::{Api, HttpConfig};
+//!
+//! # async fn demo(repo: Arc<dyn voiceplane_core::repo::Repository>) -> std::io::Result<()> {
+//! let service = Arc::new(voiceplane_core::Service::new(repo));
+//! let api = Api::new(service).with_config(HttpConfig {
+//!     max_body_bytes: 256 * 1024,
+//! });
+//!
+//! // Standalone: serve until Ctrl-C, then drain in-flight requests.
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! voiceplane_http::serve(listener, api.clone(), async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//!
+//! // Or as one function from request to response, e.g. inside your own hyper service:
+//! let request = http::Request::get("/healthz")
+//!     .body(http_body_util::Empty::<bytes::Bytes>::new())
+//!     .unwrap_or_default();
+//! let response = api.handle(request).await;
+//! assert_eq!(response.status(), http::StatusCode::OK);
+//! # Ok(()) }
+//! ```
+//!
+//! Mounting under a prefix in an existing axum application (axum is not a dependency of this
+//! crate; the example is not compiled here):
+//!
+//! ```text
+//! let app = axum::Router::new()
+//!     .route("/", axum::routing::get(|| async { "my app" }))
+//!     .nest_service("/voice", voiceplane_http::Api::new(service));
+//! // GET /voice/api/agents/agent_… reaches Api as GET /api/agents/agent_…
+//! ```
+//!
+//! The library logs through `tracing` (one span per request, see [`Api::handle`]) and never
+//! installs a subscriber.
+
+mod body;
+mod error;
+mod extract;
+mod handlers;
+mod response;
+pub mod router;
+mod serve;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use http::{HeaderValue, Request, Response, header};
+use tracing::Instrument;
+use voiceplane_core::Service;
+
+pub use error::status_for;
+pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
+
+use crate::error::ApiError;
+use crate::router::RouteError;
+
+/// The error type of response bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response: boxed, so that complete JSON bodies and streamed ones share
+/// one type.
+pub type ResponseBody = http_body_util::combinators::BoxBody<bytes::Bytes, BoxError>;
+
+/// Default of [`HttpConfig::max_body_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Settings of the adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Largest request body accepted, in bytes; larger ones get 413. Default 1 MiB.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// The voiceplane HTTP API: cheap to clone, usable as a function ([`Api::handle`]), as a
+/// [`tower_service::Service`], or served on a listener with [`serve()`].
+#[derive(Debug, Clone)]
+pub struct Api {
+    service: Arc<Service>,
+    config: HttpConfig,
+}
+
+impl Api {
+    /// The API over `service`, with the default [`HttpConfig`].
+    pub fn new(service: Arc<Service>) -> Self {
+        Self {
+            service,
+            config: HttpConfig::default(),
+        }
+    }
+
+    /// The same API with `config`.
+    pub fn with_config(mut self, config: HttpConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The service the API calls.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
+    }
+
+    /// The adapter's settings.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Answers one request. Never fails: every error becomes a `{"detail": …}` response.
+    ///
+    /// The request runs in a `request` span with the fields `method`, `path` (never the query
+    /// string or headers), `status` and `latency_ms`; at the end one `request completed` event
+    /// is emitted at INFO, or at WARN for a 5xx.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        let start = Instant::now();
+        let span = tracing::info_span!(
+            "request",
+            method = %req.method(),
+            path = %req.uri().path(),
+            status = tracing::field::Empty,
+            latency_ms = tracing::field::Empty,
+        );
+        async move {
+            let is_api = is_api_path(req.uri().path());
+            let mut response = match self.route(req).await {
+                Ok(response) => response,
+                Err(err) => err.into_response(),
+            };
+            if is_api {
+                response
+                    .headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            }
+            let status = response.status();
+            let span = tracing::Span::current();
+            span.record("status", status.as_u16());
+            span.record("latency_ms", start.elapsed().as_secs_f64() * 1000.0);
+            if status.is_server_error() {
+                tracing::warn!("request completed");
+            } else {
+                tracing::info!("request completed");
+            }
+            response
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn route<B>(&self, req: Request<B>) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        match router::resolve(req.method(), req.uri().path()) {
+            Ok(route) => handlers::dispatch(self, route, req).await,
+            Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
+            Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(
+                req.method(),
+                req.uri().path(),
+                &allow,
+            )),
+        }
+    }
+}
+
+fn is_api_path(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+impl<B> tower_service::Service<Request<B>> for Api
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let api = self.clone();
+        Box::pin(async move { Ok(api.handle(req).await) })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -278,3 +278,53 @@ macro_rules! db_tests {
         }
     )*};
 }
+
+/// The HTTP API of a [`TestContext`]'s service, served on `127.0.0.1:0`.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    /// Starts serving `ctx.service` with the default HTTP settings.
+    pub async fn start(ctx: &TestContext) -> Self {
+        Self::start_with(ctx, voiceplane_http::HttpConfig::default()).await
+    }
+
+    /// Starts serving `ctx.service` with `config`.
+    pub async fn start_with(ctx: &TestContext, config: voiceplane_http::HttpConfig) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("bound address");
+        let api = voiceplane_http::Api::new(ctx.service.clone()).with_config(config);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base: format!("http://{addr}"),
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and waits for the server to return.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await
+                .expect("server task")
+                .expect("server returns cleanly");
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Request bodies (content-type checks, size limits, JSON decoding) and the response body
+//! type.
+
+use bytes::Bytes;
+use http::{HeaderMap, header};
+use http_body::Body;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::{BoxError, ResponseBody};
+
+/// The 415 detail for a JSON body sent with another `Content-Type`.
+pub(crate) const JSON_REQUIRED: &str = "Content-Type must be application/json";
+
+/// A complete response body holding `bytes`.
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// What the `Content-Type` of a request says about JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonContentType {
+    /// `application/json`, optionally with `charset=utf-8`.
+    Json,
+    /// `application/json` with a charset other than UTF-8.
+    WrongCharset,
+    /// Missing, or another media type.
+    Other,
+}
+
+/// Classifies the request's `Content-Type` (the first one, if several are sent). Media type
+/// and parameter names are case-insensitive; parameters other than `charset` are ignored.
+pub(crate) fn json_content_type(headers: &HeaderMap) -> JsonContentType {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return JsonContentType::Other;
+    };
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return JsonContentType::Other;
+    }
+    for param in parts {
+        let Some((name, val)) = param.split_once('=') else {
+            continue;
+        };
+        if name.trim().eq_ignore_ascii_case("charset") {
+            let charset = val.trim().trim_matches('"');
+            if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("utf8") {
+                return JsonContentType::WrongCharset;
+            }
+        }
+    }
+    JsonContentType::Json
+}
+
+/// Fails with 415 unless the request declares a UTF-8 JSON body; `detail` is the sentence of
+/// the 415 for a non-JSON media type.
+pub(crate) fn require_json(headers: &HeaderMap, detail: &str) -> Result<(), ApiError> {
+    match json_content_type(headers) {
+        JsonContentType::Json => Ok(()),
+        JsonContentType::WrongCharset => Err(ApiError::unsupported_media_type(
+            "JSON request bodies must be encoded in UTF-8 (charset=utf-8)",
+        )),
+        JsonContentType::Other => Err(ApiError::unsupported_media_type(detail)),
+    }
+}
+
+/// Reads the whole body, at most `limit` bytes. A declared `Content-Length` (or body size
+/// hint) above the limit is refused before anything is read; a body that turns out longer
+/// while reading is refused as soon as it crosses the limit. Both are 413.
+pub(crate) async fn collect_limited<B>(
+    headers: &HeaderMap,
+    body: B,
+    limit: usize,
+) -> Result<Bytes, ApiError>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit_u64) || body.size_hint().lower() > limit_u64 {
+        return Err(ApiError::payload_too_large(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(ApiError::payload_too_large(limit))
+        }
+        Err(err) => {
+            tracing::debug!(error = %err, "could not read the request body");
+            Err(ApiError::bad_request("the request body could not be read"))
+        }
+    }
+}
+
+/// Decodes a JSON body into `T`. `415` unless `Content-Type` is JSON (with `wrong_type` as
+/// the detail), `413` above `limit`, `400` when empty, not JSON, or not the expected shape
+/// (the detail carries serde's message, which names unknown or missing fields).
+pub(crate) async fn read_json<T, B>(
+    headers: &HeaderMap,
+    body: B,
+    limit: usize,
+    wrong_type: &str,
+) -> Result<T, ApiError>
+where
+    T: DeserializeOwned,
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    require_json(headers, wrong_type)?;
+    let bytes = collect_limited(headers, body, limit).await?;
+    decode_json(&bytes)
+}
+
+/// Decodes `bytes` as JSON into `T`, with the 400 details of [`read_json`].
+pub(crate) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("request body is required"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => {
+            ApiError::bad_request(format!("request body is invalid: {e}"))
+        }
+        _ => ApiError::bad_request(format!("request body is not valid JSON: {e}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use http::{HeaderValue, StatusCode};
+    use http_body::Frame;
+
+    use super::*;
+
+    fn with_type(ct: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+        h
+    }
+
+    #[test]
+    fn content_types() {
+        use JsonContentType::*;
+        assert_eq!(json_content_type(&HeaderMap::new()), Other);
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=UTF-8",
+            "application/json; charset=\"utf-8\"",
+            "application/json ; version=2",
+        ] {
+            assert_eq!(json_content_type(&with_type(ok)), Json, "{ok}");
+        }
+        for other in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+            "application/problem+json",
+            "",
+        ] {
+            assert_eq!(json_content_type(&with_type(other)), Other, "{other}");
+        }
+        assert_eq!(
+            json_content_type(&with_type("application/json; charset=latin1")),
+            WrongCharset
+        );
+        let err = require_json(&with_type("text/plain"), JSON_REQUIRED).unwrap_err();
+        assert_eq!(err.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(err.detail(), JSON_REQUIRED);
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Input {
+        name: String,
+    }
+
+    #[test]
+    fn json_decoding_errors_are_400_with_serde_message() {
+        let e = decode_json::<Input>(b"").unwrap_err();
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(e.detail(), "request body is required");
+        assert_eq!(
+            decode_json::<Input>(b"  \n").unwrap_err().detail(),
+            "request body is required"
+        );
+        let e = decode_json::<Input>(b"{not json").unwrap_err();
+        assert!(
+            e.detail().starts_with("request body is not valid JSON: "),
+            "{}",
+            e.detail()
+        );
+        let e = decode_json::<Input>(br#"{"name":"a","nope":1}"#).unwrap_err();
+        assert!(
+            e.detail().contains("unknown field `nope`"),
+            "{}",
+            e.detail()
+        );
+        let e = decode_json::<Input>(b"{}").unwrap_err();
+        assert!(
+            e.detail().contains("missing field `name`"),
+            "{}",
+            e.detail()
+        );
+        assert!(decode_json::<Input>(br#"{"name":"a"}"#).is_ok());
+    }
+
+    /// A body without a size hint, delivered in chunks.
+    struct Chunks(VecDeque<Bytes>);
+
+    impl Body for Chunks {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+        }
+    }
+
+    fn chunks(n: usize, size: usize) -> Chunks {
+        Chunks((0..n).map(|_| Bytes::from(vec![b' '; size])).collect())
+    }
+
+    #[tokio::test]
+    async fn size_limits() {
+        // Declared too large: refused before reading.
+        let mut h = with_type("application/json");
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("11"));
+        let e = collect_limited(&h, Full::new(Bytes::from_static(b"{}")), 10)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(e.detail(), "request body exceeds the limit of 10 bytes");
+
+        // Size hint too large.
+        let e = collect_limited(&HeaderMap::new(), Full::new(Bytes::from(vec![0; 11])), 10)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+        // Streamed past the limit without a declared length.
+        let e = collect_limited(&HeaderMap::new(), chunks(3, 4), 10)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+        // Exactly at the limit.
+        let b = collect_limited(&HeaderMap::new(), chunks(2, 5), 10)
+            .await
+            .unwrap();
+        assert_eq!(b.len(), 10);
+    }
+}

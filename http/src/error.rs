@@ -1,0 +1,200 @@
+//! The one mapping from [`voiceplane_core::Error`] to an HTTP status, and the error response
+//! every failure goes through: `{"detail": "<sentence>"}` with `Content-Type:
+//! application/json`.
+
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use voiceplane_core::Error;
+
+use crate::ResponseBody;
+use crate::body::full;
+
+/// The HTTP status of a domain error. This is the only place where a status is derived from
+/// a [`voiceplane_core::Error`].
+pub fn status_for(err: &Error) -> StatusCode {
+    match err {
+        Error::InvalidInput(_) => StatusCode::BAD_REQUEST,
+        Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+        Error::Forbidden(_) => StatusCode::FORBIDDEN,
+        Error::NotFound(_) => StatusCode::NOT_FOUND,
+        Error::Conflict(_) => StatusCode::CONFLICT,
+        Error::Upstream(_) => StatusCode::BAD_GATEWAY,
+        Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A failed request as the adapter answers it: a status and a sentence safe to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    detail: String,
+    /// The `Allow` header of a 405.
+    allow: Option<String>,
+}
+
+impl ApiError {
+    /// An error with this status and detail.
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+            allow: None,
+        }
+    }
+
+    /// 400 with `detail`.
+    pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    /// 401 with `detail`.
+    pub(crate) fn unauthenticated(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, detail)
+    }
+
+    /// 413 naming the limit.
+    pub(crate) fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body exceeds the limit of {limit} bytes"),
+        )
+    }
+
+    /// 415 with `detail`.
+    pub(crate) fn unsupported_media_type(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail)
+    }
+
+    /// 404 for a path no route matches.
+    pub(crate) fn no_route(method: &Method, path: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            format!("no route for {method} {}", truncate(path, 200)),
+        )
+    }
+
+    /// 405 with the methods the path accepts.
+    pub(crate) fn method_not_allowed(method: &Method, path: &str, allow: &[&str]) -> Self {
+        let allow = allow.join(", ");
+        Self {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            detail: format!(
+                "method {method} is not allowed for {}; allowed: {allow}",
+                truncate(path, 200)
+            ),
+            allow: Some(allow),
+        }
+    }
+
+    /// The same error with another status (used by `/readyz`, where every failure is 503).
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// The status this error answers with.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The detail sentence.
+    #[cfg(test)]
+    pub(crate) fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// The response: `{"detail": …}`, JSON, plus `Allow` on a 405.
+    pub(crate) fn into_response(self) -> Response<ResponseBody> {
+        #[derive(serde::Serialize)]
+        struct Detail<'a> {
+            detail: &'a str,
+        }
+        let mut response = crate::response::json(
+            self.status,
+            &Detail {
+                detail: &self.detail,
+            },
+        );
+        if let Some(allow) = self.allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+            response.headers_mut().insert(header::ALLOW, allow);
+        }
+        response
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(err: Error) -> Self {
+        if let Error::Internal(text) = &err {
+            tracing::error!(error = %text, "internal error");
+        }
+        Self::new(status_for(&err), err.public_message())
+    }
+}
+
+/// The response sent when even serializing a response failed.
+pub(crate) fn internal_error_response() -> Response<ResponseBody> {
+    let mut response = Response::new(full(&br#"{"detail":"internal server error"}"#[..]));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Cuts `s` to at most `max` characters for echoing in a detail.
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_its_status() {
+        let cases = [
+            (Error::InvalidInput("x".into()), 400),
+            (Error::Unauthenticated("x".into()), 401),
+            (Error::Forbidden("x".into()), 403),
+            (Error::NotFound("x".into()), 404),
+            (Error::Conflict("x".into()), 409),
+            (Error::Upstream("x".into()), 502),
+            (Error::Unavailable("x".into()), 503),
+            (Error::Internal("x".into()), 500),
+        ];
+        for (err, status) in cases {
+            assert_eq!(status_for(&err).as_u16(), status, "{err:?}");
+            let api = ApiError::from(err);
+            assert_eq!(api.status().as_u16(), status);
+        }
+    }
+
+    #[test]
+    fn details_are_the_public_message() {
+        let e = ApiError::from(Error::not_found("agent agent_1 not found"));
+        assert_eq!(e.detail(), "agent agent_1 not found");
+        let e = ApiError::from(Error::Internal("connection refused to db:5432".into()));
+        assert_eq!(e.detail(), "internal server error");
+    }
+
+    #[test]
+    fn method_not_allowed_carries_allow() {
+        let r = ApiError::method_not_allowed(&Method::DELETE, "/api/calls", &["POST", "GET"])
+            .into_response();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(r.headers()[header::ALLOW], "POST, GET");
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn long_paths_are_cut_in_details() {
+        let path = format!("/{}", "a".repeat(1000));
+        let e = ApiError::no_route(&Method::GET, &path);
+        assert!(e.detail().len() < 230);
+    }
+}
