@@ -1,1 +1,403 @@
-//! placeholder
+//! # voiceplane (the server)
+//!
+//! Configuration ([`config`]), the command line ([`cli`]), logging, wiring of the
+//! [`voiceplane_core::Service`] over the SeaORM repository, and serving it with
+//! [`voiceplane_http`] until SIGINT or SIGTERM. The binary's `main` only calls [`main_with`];
+//! tests and embedders use [`build_service`] and [`serve`] directly:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), voiceplane_bin::Error> {
+//! use voiceplane_bin::config::Config;
+//! let config = Config { listen: "127.0.0.1:0".into(), ..Config::default() };
+//! let listener = tokio::net::TcpListener::bind(config.listen_addr()?).await
+//!     .map_err(|e| voiceplane_bin::Error::Runtime(e.to_string()))?;
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let server = tokio::spawn(async move {
+//!     voiceplane_bin::serve(&config, listener, async { let _ = stopped.await; }).await
+//! });
+//! // … send requests …
+//! let _ = stop.send(());
+//! # let _ = server.await; Ok(()) }
+//! ```
+
+pub mod cli;
+pub mod config;
+
+use std::fmt;
+use std::future::Future;
+use std::io::{IsTerminal as _, Write as _};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
+use voiceplane_storage::{SeaRepository, redact_url};
+
+use crate::cli::{Cli, Command};
+use crate::config::{Config, ConfigError, StorageBackend};
+
+/// The log filter used when `RUST_LOG` is unset: sqlx would otherwise log every query.
+pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,sea_orm_migration=info";
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum Error {
+    /// The configuration is invalid (exit code 2).
+    Config(ConfigError),
+    /// Start-up or serving failed: database, storage folder, socket (exit code 1).
+    Runtime(String),
+}
+
+impl Error {
+    /// The process exit code for this error: 2 for configuration errors, else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Config(_) => 2,
+            Self::Runtime(_) => 1,
+        }
+    }
+
+    /// The one line printed on stderr: `config error: …` or `error: …`.
+    pub fn report_line(&self) -> String {
+        match self {
+            Self::Config(e) => format!("config error: {e}"),
+            Self::Runtime(m) => format!("error: {m}"),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => e.fmt(f),
+            Self::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+/// Installs the stderr log subscriber: filter from `RUST_LOG`, else [`DEFAULT_LOG_FILTER`];
+/// colours only on a terminal. Does nothing when a subscriber is already installed.
+pub fn init_tracing() {
+    let (filter, bad_rust_log) = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => {
+            match tracing_subscriber::EnvFilter::try_new(&spec) {
+                Ok(filter) => (filter, None),
+                Err(e) => (
+                    tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER),
+                    Some(e.to_string()),
+                ),
+            }
+        }
+        _ => (tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER), None),
+    };
+    let installed = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init()
+        .is_ok();
+    if let (true, Some(e)) = (installed, bad_rust_log) {
+        warn!("RUST_LOG is invalid ({e}); using `{DEFAULT_LOG_FILTER}`");
+    }
+}
+
+/// `message` with the database URL, and its password, replaced by their redacted forms.
+fn scrub(message: &str, database_url: &str) -> String {
+    let mut out = message.replace(database_url, &redact_url(database_url));
+    if let Some(password) = url_password(database_url) {
+        out = out.replace(password, "***");
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn url_password(url: &str) -> Option<&str> {
+    let after_scheme = &url[url.find("://")? + 3..];
+    let userinfo = &after_scheme[..after_scheme.rfind('@')?];
+    let password = &userinfo[userinfo.find(':')? + 1..];
+    (!password.is_empty()).then_some(password)
+}
+
+/// Connects to `database.url` and applies pending migrations.
+pub async fn open_database(config: &Config) -> Result<SeaRepository, Error> {
+    // The storage crate's messages name the (redacted) URL; scrub again in case a driver
+    // error echoes it.
+    let url = &config.database.url;
+    let fail = |e: voiceplane_core::Error| Error::Runtime(scrub(&e.to_string(), url));
+    let repo = SeaRepository::connect(&config.database_options())
+        .await
+        .map_err(fail)?;
+    repo.migrate().await.map_err(fail)?;
+    Ok(repo)
+}
+
+/// Applies pending migrations (`voiceplane migrate`).
+pub async fn migrate(config: &Config) -> Result<(), Error> {
+    open_database(config).await.map(drop)
+}
+
+/// Builds the service: creates `storage.root` for the `fs` backend, opens and migrates the
+/// database, and sets up JWT verification.
+pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
+    let jwt = config.jwt_verifier()?;
+    if config.storage.backend == StorageBackend::Fs {
+        let root = &config.storage.root;
+        std::fs::create_dir_all(root).map_err(|e| {
+            Error::Runtime(format!(
+                "cannot create storage.root {}: {e}",
+                root.display()
+            ))
+        })?;
+    }
+    let repo = open_database(config).await?;
+    Ok(Arc::new(Service::new(Arc::new(repo)).with_jwt(jwt)))
+}
+
+/// The HTTP adapter over `service`, with the configured limits.
+pub fn api(service: Arc<Service>, config: &Config) -> voiceplane_http::Api {
+    voiceplane_http::Api::new(service).with_config(voiceplane_http::HttpConfig {
+        max_body_bytes: config.http.max_body_bytes,
+    })
+}
+
+/// Builds the service and serves it on `listener` until `shutdown` resolves; in-flight
+/// requests finish before it returns.
+pub async fn serve(
+    config: &Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
+    let service = build_service(config).await?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Runtime(format!("cannot read the listening address: {e}")))?;
+    info!("listening on http://{addr}");
+    voiceplane_http::serve(listener, api(service, config), shutdown)
+        .await
+        .map_err(|e| Error::Runtime(format!("server failed: {e}")))
+}
+
+/// Creates an organization with its first admin and API key (`voiceplane bootstrap`).
+pub async fn bootstrap(config: &Config, input: BootstrapInput) -> Result<BootstrapOutput, Error> {
+    let service = build_service(config).await?;
+    service
+        .organization_bootstrap(input)
+        .await
+        .map_err(|e| Error::Runtime(scrub(&e.to_string(), &config.database.url)))
+}
+
+/// Binds `listen` and serves until SIGINT or SIGTERM. A second signal during the graceful
+/// drain stops at once, with an error.
+async fn serve_until_signal(config: &Config) -> Result<(), Error> {
+    let mut signals = Signals::install()?;
+    let addr = config.listen_addr()?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Runtime(format!("cannot listen on {addr}: {e}")))?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut stop_tx = Some(stop_tx);
+    let serving = serve(config, listener, async move {
+        // Resolves on the first signal (the sender is never dropped before that).
+        let _ = stop_rx.await;
+    });
+    tokio::pin!(serving);
+    loop {
+        tokio::select! {
+            result = &mut serving => {
+                result?;
+                info!("shut down cleanly");
+                return Ok(());
+            }
+            name = signals.recv() => match stop_tx.take() {
+                Some(tx) => {
+                    info!("{name} received: shutting down after in-flight requests finish (send it again to stop now)");
+                    let _ = tx.send(());
+                }
+                None => {
+                    return Err(Error::Runtime(format!(
+                        "{name} received during shutdown: stopped without waiting for in-flight requests"
+                    )));
+                }
+            },
+        }
+    }
+}
+
+/// SIGINT and SIGTERM (Ctrl-C only where there are no Unix signals).
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Self, Error> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let fail =
+                |e: std::io::Error| Error::Runtime(format!("cannot install signal handlers: {e}"));
+            Ok(Self {
+                int: signal(SignalKind::interrupt()).map_err(fail)?,
+                term: signal(SignalKind::terminate()).map_err(fail)?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
+        }
+    }
+
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => "SIGINT",
+                _ = self.term.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}
+
+/// Runs one parsed command line to completion and returns the exit code. Logging must be set
+/// up before (see [`init_tracing`]). Errors are printed as one line on stderr.
+pub async fn run(cli: Cli) -> ExitCode {
+    let loaded = match Config::load(cli.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(e) => return report(&Error::Config(e)),
+    };
+    for warning in &loaded.warnings {
+        warn!("{warning}");
+    }
+    let config = loaded.config;
+    if cli.command.is_none() || cli.command == Some(Command::Serve) {
+        for warning in config.warnings() {
+            warn!("{warning}");
+        }
+    }
+    if let Some(file) = &loaded.file {
+        info!(file = %file.display(), "configuration file read");
+    }
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            info!(
+                version = env!("CARGO_PKG_VERSION"),
+                database = %redact_url(&config.database.url),
+                storage = %config.storage.backend,
+                public_url = %config.public_url(),
+                jwt = config.auth.jwt_secret.is_some() || config.auth.jwt_public_key_pem.is_some(),
+                "starting voiceplane"
+            );
+            serve_until_signal(&config).await
+        }
+        Command::Migrate => migrate(&config).await.map(|()| {
+            eprintln!(
+                "database is up to date: {}",
+                redact_url(&config.database.url)
+            );
+        }),
+        Command::Bootstrap(args) => {
+            let input = BootstrapInput {
+                org_name: args.org_name,
+                admin_email: args.admin_email,
+                admin_name: args.admin_name,
+            };
+            match bootstrap(&config, input).await {
+                Ok(out) => print_json_line(&out),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(&e),
+    }
+}
+
+fn print_json_line(value: &impl serde::Serialize) -> Result<(), Error> {
+    let json = serde_json::to_string(value)
+        .map_err(|e| Error::Runtime(format!("cannot encode the output: {e}")))?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{json}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Error::Runtime(format!("cannot write to stdout: {e}")))
+}
+
+fn report(error: &Error) -> ExitCode {
+    eprintln!("{}", error.report_line());
+    ExitCode::from(error.exit_code())
+}
+
+/// The whole program: parses `args`, sets up logging, runs the command on a multi-threaded
+/// runtime and returns the exit code. `main` is `main_with(std::env::args_os())`.
+pub fn main_with<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser as _;
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` print to stdout and succeed; usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    init_tracing();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(e) => report(&Error::Runtime(format!(
+            "cannot start the async runtime: {e}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_hides_the_database_password() {
+        let url = "postgres://app:hunter2@db:5432/vp";
+        let line = scrub(&format!("could not connect to {url}\nsecond line"), url);
+        assert_eq!(
+            line,
+            "could not connect to postgres://app:***@db:5432/vp second line"
+        );
+        assert_eq!(scrub("auth failed for hunter2", url), "auth failed for ***");
+        assert_eq!(url_password("sqlite://voiceplane.db?mode=rwc"), None);
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(
+            Error::Config(ConfigError::new("listen", "bad")).exit_code(),
+            2
+        );
+        assert_eq!(Error::Runtime("x".into()).exit_code(), 1);
+        assert_eq!(
+            Error::Config(ConfigError::new("listen", "bad")).report_line(),
+            "config error: listen: bad"
+        );
+    }
+}

@@ -43,9 +43,6 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true);
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "listening");
-    }
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
