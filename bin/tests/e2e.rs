@@ -1,0 +1,202 @@
+//! The binary end to end, as the README's quick start uses it: `bootstrap` prints its JSON,
+//! `serve` answers with that key, SIGTERM stops it cleanly, a bad config value is one line.
+//! Runs on a temporary SQLite file; `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_voiceplane");
+
+fn temp_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("voiceplane-e2e-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The binary with a clean environment except for what the test sets, run in `dir`.
+fn voiceplane(dir: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+/// Spawns `serve` on port 0 and returns the child, its base URL and the stream of its stderr.
+fn spawn_server(dir: &Path) -> (Child, String, mpsc::Receiver<String>) {
+    let mut child = voiceplane(dir)
+        .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let base = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server logs its address");
+        if let Some(at) = line.find("listening on ") {
+            break line[at + "listening on ".len()..].trim().to_owned();
+        }
+    };
+    (child, base, rx)
+}
+
+#[test]
+fn bootstrap_serve_read_back_and_stop() {
+    let dir = temp_dir();
+    let out = voiceplane(&dir)
+        .args([
+            "bootstrap",
+            "--org-name",
+            "Acme",
+            "--admin-email",
+            "ops@example.com",
+            "--admin-name",
+            "Ops",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout.trim().lines().count(),
+        1,
+        "exactly one JSON line: {stdout}"
+    );
+    let boot: Value = serde_json::from_str(&stdout).unwrap();
+    let keys: Vec<&str> = boot
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys.len(), 4);
+    for key in ["organization_id", "user_id", "key_id", "api_key"] {
+        assert!(boot[key].is_string(), "{key} in {boot}");
+    }
+    let secret = boot["api_key"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("vpk_") && secret.len() == 44);
+    // The embedded default was created in the working directory.
+    assert!(dir.join("voiceplane.db").exists());
+    assert!(dir.join("voiceplane-data").is_dir());
+
+    let (mut child, base, logs) = spawn_server(&dir);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let org = boot["organization_id"].as_str().unwrap().to_owned();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let created: Value = http
+            .post(format!("{base}/api/agents"))
+            .header("X-API-Key", &secret)
+            .header("X-Organization-Id", &org)
+            .json(&json!({
+                "agent_name": "Front desk", "language": "en", "stt_provider": "deepgram",
+                "tts_provider": "provider_one", "tts_voice": "a0e99841", "llm_provider": "openai",
+                "llm_model": "gpt-4o-mini", "system_prompt": "You answer the phone for Acme."
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(created["success"], true, "{created}");
+        let id = created["data"]["agent_id"].as_str().unwrap();
+        let resp = http
+            .get(format!("{base}/api/agents/{id}"))
+            .header("X-API-Key", &secret)
+            .header("X-Organization-Id", &org)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let read: Value = resp.json().await.unwrap();
+        assert_eq!(read, json!({"success": true, "data": created["data"]}));
+    });
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "SIGTERM exits 0, got {exit:?}");
+    let logs: Vec<String> = logs.iter().collect();
+    let all = logs.join("\n");
+    assert!(all.contains("shut down cleanly"), "{all}");
+    assert!(all.contains("/api/agents"), "requests are logged: {all}");
+    assert!(!all.contains(&secret), "the key never reaches the log");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_config_value_is_one_line_naming_the_key() {
+    let dir = temp_dir();
+    for (var, value, key) in [
+        ("VOICEPLANE_LISTEN", "abc", "listen"),
+        (
+            "VOICEPLANE_HTTP__MAX_BODY_BYTES",
+            "lots",
+            "http.max_body_bytes",
+        ),
+        ("VOICEPLANE_STORAGE__BACKEND", "tape", "storage.backend"),
+    ] {
+        let out = voiceplane(&dir)
+            .env(var, value)
+            .arg("migrate")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{var}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line: {stderr}");
+        assert!(
+            lines[0].starts_with("config error: ") && lines[0].contains(key),
+            "{stderr}"
+        );
+    }
+    // A secret in a bad value is not echoed.
+    let out = voiceplane(&dir)
+        .env(
+            "VOICEPLANE_DATABASE__URL",
+            "postgres://app:hunter2@127.0.0.1:1/db",
+        )
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(stderr.contains("***"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
