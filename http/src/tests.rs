@@ -25,6 +25,14 @@ const BROKEN_AGENT: &str = "agent_ffffffffffffffff";
 
 struct Fake {
     ready: bool,
+    /// When set, `ping` signals `entered` and then waits for `release`: a request held in flight.
+    gate: Option<Arc<Gate>>,
+}
+
+#[derive(Default)]
+struct Gate {
+    entered: tokio::sync::Notify,
+    release: tokio::sync::Notify,
 }
 
 fn key(key_id: &str, role: Role) -> ApiKey {
@@ -45,6 +53,10 @@ fn key(key_id: &str, role: Role) -> ApiKey {
 #[async_trait]
 impl HealthRepository for Fake {
     async fn ping(&self) -> Result<()> {
+        if let Some(gate) = &self.gate {
+            gate.entered.notify_one();
+            gate.release.notified().await;
+        }
         if self.ready {
             Ok(())
         } else {
@@ -195,7 +207,7 @@ fn api() -> Api {
 }
 
 fn api_with(ready: bool) -> Api {
-    Api::new(Arc::new(Service::new(Arc::new(Fake { ready }))))
+    Api::new(Arc::new(Service::new(Arc::new(Fake { ready, gate: None }))))
 }
 
 /// A request builder with the admin key and organization set.
@@ -574,5 +586,42 @@ mod server {
         let n = idle.read_to_end(&mut rest).await.unwrap_or(0);
         assert_eq!(n, 0, "the idle connection was closed");
         assert!(TcpStream::connect(addr).await.is_err(), "listener closed");
+    }
+
+    #[tokio::test]
+    async fn shutdown_lets_a_request_in_flight_finish() {
+        let gate = Arc::new(Gate::default());
+        let api = Api::new(Arc::new(Service::new(Arc::new(Fake {
+            ready: true,
+            gate: Some(gate.clone()),
+        }))));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, api, async {
+            let _ = stopped.await;
+        }));
+
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        conn.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        // The request is inside the handler when shutdown starts.
+        gate.entered.notified().await;
+        stop.send(()).unwrap();
+        tokio::task::yield_now().await;
+        assert!(
+            !server.is_finished(),
+            "serve waits for the request in flight"
+        );
+        gate.release.notify_one();
+
+        let text = read_until(&mut conn, r#"{"status":"ready"}"#).await;
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("serve returns once the request is done")
+            .unwrap()
+            .unwrap();
     }
 }
