@@ -246,6 +246,43 @@ fn membership_from(m: membership::Model) -> Result<Membership> {
     })
 }
 
+/// The row `select` finds, converted; `None` when there is none.
+async fn one<E, T, C>(
+    db: &C,
+    select: Select<E>,
+    convert: impl FnOnce(E::Model) -> Result<T>,
+) -> Result<Option<T>>
+where
+    E: EntityTrait,
+    C: ConnectionTrait,
+{
+    select
+        .one(db)
+        .await
+        .map_err(db_err)?
+        .map(convert)
+        .transpose()
+}
+
+/// Every row `select` finds, converted.
+async fn all<E, T, C>(
+    db: &C,
+    select: Select<E>,
+    convert: impl FnMut(E::Model) -> Result<T>,
+) -> Result<Vec<T>>
+where
+    E: EntityTrait,
+    C: ConnectionTrait,
+{
+    select
+        .all(db)
+        .await
+        .map_err(db_err)?
+        .into_iter()
+        .map(convert)
+        .collect()
+}
+
 /// Ids among `ids` found by `select` (already filtered by organization) in column `col`.
 async fn existing_ids<E, C>(
     db: &C,
@@ -340,14 +377,14 @@ impl OrganizationRepository for SeaRepository {
         organization_id: &str,
         user_id: &str,
     ) -> Result<Option<Membership>> {
-        membership::Entity::find()
-            .filter(membership::Column::OrganizationId.eq(organization_id))
-            .filter(membership::Column::UserId.eq(user_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(membership_from)
-            .transpose()
+        one(
+            &self.db,
+            membership::Entity::find()
+                .filter(membership::Column::OrganizationId.eq(organization_id))
+                .filter(membership::Column::UserId.eq(user_id)),
+            membership_from,
+        )
+        .await
     }
 
     async fn member_list(&self, organization_id: &str) -> Result<Vec<Member>> {
@@ -416,18 +453,17 @@ impl OrganizationRepository for SeaRepository {
         organization_id: &str,
         now: Timestamp,
     ) -> Result<Vec<Invitation>> {
-        invitation::Entity::find()
-            .filter(invitation::Column::OrganizationId.eq(organization_id))
-            .filter(invitation::Column::Status.eq("pending"))
-            .filter(invitation::Column::ExpiresAt.gt(now.as_micros()))
-            .order_by_desc(invitation::Column::CreatedAt)
-            .order_by_desc(invitation::Column::InviteId)
-            .all(&self.db)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(invitation_from)
-            .collect()
+        all(
+            &self.db,
+            invitation::Entity::find()
+                .filter(invitation::Column::OrganizationId.eq(organization_id))
+                .filter(invitation::Column::Status.eq("pending"))
+                .filter(invitation::Column::ExpiresAt.gt(now.as_micros()))
+                .order_by_desc(invitation::Column::CreatedAt)
+                .order_by_desc(invitation::Column::InviteId),
+            invitation_from,
+        )
+        .await
     }
 }
 
@@ -442,13 +478,12 @@ impl ApiKeyRepository for SeaRepository {
     }
 
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
-        api_key::Entity::find()
-            .filter(api_key::Column::SecretHash.eq(secret_hash))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(api_key_from)
-            .transpose()
+        one(
+            &self.db,
+            api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash)),
+            api_key_from,
+        )
+        .await
     }
 
     async fn api_key_touch(
@@ -474,18 +509,17 @@ impl ApiKeyRepository for SeaRepository {
     async fn api_key_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<ApiKey>> {
         let select =
             api_key::Entity::find().filter(api_key::Column::OrganizationId.eq(organization_id));
-        keyset(
-            select,
-            api_key::Column::CreatedAt,
-            api_key::Column::KeyId,
-            page,
+        all(
+            &self.db,
+            keyset(
+                select,
+                api_key::Column::CreatedAt,
+                api_key::Column::KeyId,
+                page,
+            ),
+            api_key_from,
         )
-        .all(&self.db)
         .await
-        .map_err(db_err)?
-        .into_iter()
-        .map(api_key_from)
-        .collect()
     }
 }
 
@@ -500,13 +534,13 @@ impl CallRepository for SeaRepository {
     }
 
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>> {
-        call::Entity::find_by_id(call_sid.to_owned())
-            .filter(call::Column::OrganizationId.eq(organization_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(call_from)
-            .transpose()
+        one(
+            &self.db,
+            call::Entity::find_by_id(call_sid.to_owned())
+                .filter(call::Column::OrganizationId.eq(organization_id)),
+            call_from,
+        )
+        .await
     }
 
     async fn call_update(&self, c: &Call) -> Result<()> {
@@ -539,13 +573,12 @@ impl CallRepository for SeaRepository {
 
     async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>> {
         let select = call::Entity::find().filter(call::Column::OrganizationId.eq(organization_id));
-        keyset(select, call::Column::CreatedAt, call::Column::CallSid, page)
-            .all(&self.db)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(call_from)
-            .collect()
+        all(
+            &self.db,
+            keyset(select, call::Column::CreatedAt, call::Column::CallSid, page),
+            call_from,
+        )
+        .await
     }
 }
 
@@ -572,24 +605,23 @@ impl ToolRepository for SeaRepository {
     }
 
     async fn tool_get(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>> {
-        tool::Entity::find_by_id(tool_id.to_owned())
-            .filter(tool::Column::OrganizationId.eq(organization_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(tool_from)
-            .transpose()
+        one(
+            &self.db,
+            tool::Entity::find_by_id(tool_id.to_owned())
+                .filter(tool::Column::OrganizationId.eq(organization_id)),
+            tool_from,
+        )
+        .await
     }
 
     async fn tool_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Tool>> {
         let select = tool::Entity::find().filter(tool::Column::OrganizationId.eq(organization_id));
-        keyset(select, tool::Column::CreatedAt, tool::Column::ToolId, page)
-            .all(&self.db)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(tool_from)
-            .collect()
+        all(
+            &self.db,
+            keyset(select, tool::Column::CreatedAt, tool::Column::ToolId, page),
+            tool_from,
+        )
+        .await
     }
 
     async fn tool_count(&self, organization_id: &str) -> Result<u64> {
@@ -639,13 +671,13 @@ impl DocumentRepository for SeaRepository {
     }
 
     async fn document_get(&self, organization_id: &str, id: &str) -> Result<Option<Document>> {
-        document::Entity::find_by_id(id.to_owned())
-            .filter(document::Column::OrganizationId.eq(organization_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(document_from)
-            .transpose()
+        one(
+            &self.db,
+            document::Entity::find_by_id(id.to_owned())
+                .filter(document::Column::OrganizationId.eq(organization_id)),
+            document_from,
+        )
+        .await
     }
 
     async fn document_ids_existing(
@@ -761,13 +793,13 @@ impl PhoneNumberRepository for SeaRepository {
         organization_id: &str,
         id: &str,
     ) -> Result<Option<PhoneNumber>> {
-        phone_number::Entity::find_by_id(id.to_owned())
-            .filter(phone_number::Column::OrganizationId.eq(organization_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(phone_number_from)
-            .transpose()
+        one(
+            &self.db,
+            phone_number::Entity::find_by_id(id.to_owned())
+                .filter(phone_number::Column::OrganizationId.eq(organization_id)),
+            phone_number_from,
+        )
+        .await
     }
 
     async fn phone_number_ids_existing(
@@ -788,12 +820,12 @@ impl IntegrationRepository for SeaRepository {
         organization_id: &str,
         id: &str,
     ) -> Result<Option<Integration>> {
-        integration::Entity::find_by_id(id.to_owned())
-            .filter(integration::Column::OrganizationId.eq(organization_id))
-            .one(&self.db)
-            .await
-            .map_err(db_err)?
-            .map(integration_from)
-            .transpose()
+        one(
+            &self.db,
+            integration::Entity::find_by_id(id.to_owned())
+                .filter(integration::Column::OrganizationId.eq(organization_id)),
+            integration_from,
+        )
+        .await
     }
 }

@@ -27,6 +27,15 @@ pub const JWT_SECRET: &str = "voiceplane-test-jwt-secret";
 
 /// A clock that starts at a fixed instant and moves forward one millisecond per reading, so
 /// that every created row has a distinct, increasing `created_at`; tests can jump it forward.
+///
+/// ```
+/// use voiceplane_core::time::Clock;
+/// let clock = voiceplane_suite::TestClock::new();
+/// let first = clock.now();
+/// assert!(clock.now() > first);
+/// clock.advance(3600);
+/// assert!(clock.peek() >= first.add_seconds(3600));
+/// ```
 #[derive(Debug)]
 pub struct TestClock {
     micros: AtomicI64,
