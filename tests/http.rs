@@ -660,6 +660,31 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
     server.stop().await;
 }
 
+async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = setup(ctx, &server).await;
+    // Closing the pool makes every query fail as an unreachable database would.
+    ctx.repo.connection().clone().close().await.unwrap();
+    let (status, v) = read(
+        Client::new()
+            .get(server.url("/readyz"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    let (status, v) = c.get("/api/calls").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.contains("database"), "{detail}");
+    assert!(
+        !detail.contains("pool") && !detail.contains("sqlx"),
+        "no internals: {detail}"
+    );
+    server.stop().await;
+}
+
 db_tests!(
     health_endpoints_need_no_credentials,
     agent_round_trip_with_the_bootstrap_key,
@@ -669,4 +694,5 @@ db_tests!(
     credentials_map_to_401_and_403,
     user_role_gets_403_on_create,
     malformed_requests_get_clear_4xx,
+    database_down_is_503_with_a_plain_detail,
 );

@@ -255,6 +255,7 @@ impl JwtVerifier {
                     ErrorKind::MissingRequiredClaim(c) => {
                         format!("bearer token lacks the `{c}` claim")
                     }
+                    ErrorKind::Json(_) => "bearer token claims are malformed: `sub` (string) and `exp` (number) are required".to_owned(),
                     _ => "bearer token is invalid".to_owned(),
                 })
             })
