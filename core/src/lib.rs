@@ -26,6 +26,7 @@
 //! ```
 
 pub mod auth;
+pub mod crypto;
 pub mod error;
 pub mod ids;
 pub mod model;
@@ -33,6 +34,7 @@ pub mod page;
 pub mod repo;
 pub mod role;
 pub mod service;
+pub mod telephony;
 pub mod time;
 pub mod validate;
 

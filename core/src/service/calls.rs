@@ -1,0 +1,111 @@
+//! Calls: record, view, update, list.
+
+use super::*;
+
+impl Service {
+    /// Records a call handled by one of the organization's agents.
+    pub async fn call_create(&self, actor: &Actor, input: NewCall) -> Result<Call> {
+        actor.require(Permission::CallsWrite)?;
+        let agent = self.referenced_agent(actor, &input.agent_id).await?;
+        let to_number = validate::e164("to_number", &input.to_number)?;
+        let from_number = input
+            .from_number
+            .as_deref()
+            .map(|n| validate::e164("from_number", n))
+            .transpose()?;
+        let now = self.now();
+        let call = Call {
+            call_sid: self.id(IdKind::Call),
+            to_number,
+            from_number,
+            agent_id: agent.agent_id,
+            agent_name: Some(agent.agent_name),
+            client_id: actor.organization_id.clone(),
+            call_type: input.call_type,
+            status: input.status.unwrap_or(CallStatus::Queued),
+            recording_enabled: input.recording_enabled.unwrap_or(agent.recording_enabled),
+            total_cost: 0.0,
+            duration_seconds: None,
+            turn_count: 0,
+            created_at: now,
+            updated_at: now,
+            start_time: None,
+            end_time: None,
+            end_reason: None,
+            billing_status: None,
+        };
+        self.repo.call_insert(&call).await?;
+        Ok(call)
+    }
+
+    /// One call of the organization.
+    pub async fn call_view(&self, actor: &Actor, call_sid: &str) -> Result<Call> {
+        actor.require(Permission::CallsRead)?;
+        let call_sid = IdKind::Call.parse(call_sid)?;
+        self.repo
+            .call_get(&actor.organization_id, &call_sid)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))
+    }
+
+    /// Changes status, end reason, times, cost, turns or billing status of a call.
+    pub async fn call_update(
+        &self,
+        actor: &Actor,
+        call_sid: &str,
+        input: CallUpdate,
+    ) -> Result<Call> {
+        actor.require(Permission::CallsWrite)?;
+        let mut call = self.call_view(actor, call_sid).await?;
+        if let Some(status) = input.status {
+            call.status = status;
+        }
+        if let Some(reason) = &input.end_reason {
+            call.end_reason = Some(validate::text("end_reason", reason, 100)?);
+        }
+        if let Some(billing) = &input.billing_status {
+            call.billing_status = Some(validate::text("billing_status", billing, 50)?);
+        }
+        if let Some(t) = input.start_time {
+            call.start_time = Some(t);
+        }
+        if let Some(t) = input.end_time {
+            call.end_time = Some(t);
+        }
+        if let (Some(start), Some(end)) = (call.start_time, call.end_time) {
+            if end < start {
+                return Err(Error::invalid("end_time must not be before start_time"));
+            }
+            if input.duration_seconds.is_none()
+                && (input.start_time.is_some() || input.end_time.is_some())
+            {
+                call.duration_seconds = Some(start.seconds_until(end));
+            }
+        }
+        if let Some(d) = input.duration_seconds {
+            call.duration_seconds = Some(validate::number("duration_seconds", d, 0.0, 1e9)?);
+        }
+        if let Some(c) = input.total_cost {
+            call.total_cost = validate::number("total_cost", c, 0.0, 1e12)?;
+        }
+        if let Some(t) = input.turn_count {
+            if t < 0 {
+                return Err(Error::invalid("turn_count must not be negative"));
+            }
+            call.turn_count = t;
+        }
+        call.updated_at = self.now().max(call.updated_at);
+        self.repo.call_update(&call).await?;
+        Ok(call)
+    }
+
+    /// The organization's calls, newest first.
+    pub async fn call_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Call>> {
+        actor.require(Permission::CallsRead)?;
+        let query = PageQuery::from_params(params, IdKind::Call)?;
+        let rows = self.repo.call_list(&actor.organization_id, &query).await?;
+        Ok(Page::from_rows(rows, &query, |c| {
+            cursor_of(c.created_at, &c.call_sid)
+        }))
+    }
+}

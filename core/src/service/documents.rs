@@ -1,0 +1,48 @@
+//! Knowledge-base documents.
+
+use super::*;
+
+impl Service {
+    /// Stores a text document, pending processing.
+    pub async fn document_create_text(
+        &self,
+        actor: &Actor,
+        input: NewTextDocument,
+    ) -> Result<Document> {
+        actor.require(Permission::KbWrite)?;
+        let name = validate::text("name", &input.name, 200)?;
+        if input.text.trim().is_empty() {
+            return Err(Error::invalid("text must not be empty"));
+        }
+        let now = self.now();
+        let doc = Document {
+            documentation_id: self.id(IdKind::Document),
+            name,
+            doc_type: DocumentType::Text,
+            client_id: actor.organization_id.clone(),
+            storage_key: None,
+            storage_uri: None,
+            content_type: "text/plain; charset=utf-8".to_owned(),
+            size: i64::try_from(input.text.len()).unwrap_or(i64::MAX),
+            filename: None,
+            processing_status: ProcessingStatus::Pending,
+            page_count: None,
+            vector_count: None,
+            last_processed_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.repo.document_insert(&doc, Some(&input.text)).await?;
+        Ok(doc)
+    }
+
+    /// One knowledge-base document of the organization.
+    pub async fn document_view(&self, actor: &Actor, documentation_id: &str) -> Result<Document> {
+        actor.require(Permission::KbRead)?;
+        let id = IdKind::Document.parse(documentation_id)?;
+        self.repo
+            .document_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))
+    }
+}

@@ -1,0 +1,196 @@
+//! Telephony integrations: the providers, the shape of their credentials, and the probe that
+//! tells whether stored credentials work.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Telephony providers an integration can hold credentials for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TelephonyProvider {
+    /// Twilio: `{account_sid, auth_token}`.
+    Twilio,
+    /// Telnyx: `{api_key}`.
+    Telnyx,
+}
+
+impl TelephonyProvider {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Twilio => "twilio",
+            Self::Telnyx => "telnyx",
+        }
+    }
+
+    /// Parses a wire name; anything else is a 400 listing the known providers.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "twilio" => Ok(Self::Twilio),
+            "telnyx" => Ok(Self::Telnyx),
+            other => Err(Error::invalid(format!(
+                "provider must be `twilio` or `telnyx`, not `{}`",
+                crate::ids::truncate(other, 40)
+            ))),
+        }
+    }
+}
+
+/// Credentials of one provider, checked for shape. `Debug` never shows them.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TelephonyCredentials {
+    /// Twilio account SID and auth token.
+    Twilio {
+        /// `AC` followed by 32 hex digits.
+        account_sid: String,
+        /// The account's auth token.
+        auth_token: String,
+    },
+    /// Telnyx API key.
+    Telnyx {
+        /// The API key (v2).
+        api_key: String,
+    },
+}
+
+impl fmt::Debug for TelephonyCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Twilio { account_sid, .. } => f
+                .debug_struct("Twilio")
+                .field("account_sid", account_sid)
+                .field("auth_token", &"<redacted>")
+                .finish(),
+            Self::Telnyx { .. } => f
+                .debug_struct("Telnyx")
+                .field("api_key", &"<redacted>")
+                .finish(),
+        }
+    }
+}
+
+fn credential_field(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    provider: TelephonyProvider,
+    name: &str,
+) -> Result<String> {
+    match obj.get(name) {
+        Some(serde_json::Value::String(s)) if !s.trim().is_empty() && s.len() <= 512 => {
+            Ok(s.trim().to_owned())
+        }
+        Some(_) => Err(Error::invalid(format!(
+            "credentials.{name} must be a non-empty string"
+        ))),
+        None => Err(Error::invalid(format!(
+            "credentials.{name} is required for {} integrations",
+            provider.as_str()
+        ))),
+    }
+}
+
+impl TelephonyCredentials {
+    /// Checks `value` against the credential shape of `provider`: the fields it needs, as
+    /// non-empty strings, and no others. Errors name the field but never echo a value.
+    pub fn parse(provider: TelephonyProvider, value: &serde_json::Value) -> Result<Self> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| Error::invalid("credentials must be a JSON object"))?;
+        let allowed: &[&str] = match provider {
+            TelephonyProvider::Twilio => &["account_sid", "auth_token"],
+            TelephonyProvider::Telnyx => &["api_key"],
+        };
+        if let Some(extra) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(Error::invalid(format!(
+                "credentials.{} is not a {} credential; expected {}",
+                crate::ids::truncate(extra, 40),
+                provider.as_str(),
+                allowed.join(", ")
+            )));
+        }
+        match provider {
+            TelephonyProvider::Twilio => {
+                let account_sid = credential_field(obj, provider, "account_sid")?;
+                let ok = account_sid.len() == 34
+                    && account_sid.starts_with("AC")
+                    && account_sid[2..].bytes().all(|b| b.is_ascii_hexdigit());
+                if !ok {
+                    return Err(Error::invalid(
+                        "credentials.account_sid must be `AC` followed by 32 hex digits",
+                    ));
+                }
+                let auth_token = credential_field(obj, provider, "auth_token")?;
+                Ok(Self::Twilio {
+                    account_sid,
+                    auth_token,
+                })
+            }
+            TelephonyProvider::Telnyx => Ok(Self::Telnyx {
+                api_key: credential_field(obj, provider, "api_key")?,
+            }),
+        }
+    }
+
+    /// The provider these credentials are for.
+    pub fn provider(&self) -> TelephonyProvider {
+        match self {
+            Self::Twilio { .. } => TelephonyProvider::Twilio,
+            Self::Telnyx { .. } => TelephonyProvider::Telnyx,
+        }
+    }
+}
+
+/// What a validation probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// The provider accepted the credentials.
+    Valid,
+    /// The provider refused them, or could not be reached; the reason is for logs only and
+    /// never contains the credentials.
+    Invalid(String),
+}
+
+/// Makes a test call to a telephony provider with stored credentials.
+#[async_trait]
+pub trait TelephonyValidator: Send + Sync + 'static {
+    /// Asks the provider whether `credentials` work. Never fails: unreachable or erroring
+    /// providers are [`ProbeOutcome::Invalid`].
+    async fn probe(&self, credentials: &TelephonyCredentials) -> ProbeOutcome;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn credential_shapes() {
+        let sid = format!("AC{}", "0a".repeat(16));
+        let ok = TelephonyCredentials::parse(
+            TelephonyProvider::Twilio,
+            &json!({"account_sid": sid, "auth_token": "tok"}),
+        )
+        .unwrap();
+        assert_eq!(ok.provider(), TelephonyProvider::Twilio);
+        assert!(!format!("{ok:?}").contains("tok\""));
+        let missing =
+            TelephonyCredentials::parse(TelephonyProvider::Twilio, &json!({"account_sid": sid}));
+        assert!(matches!(missing, Err(Error::InvalidInput(m)) if m.contains("auth_token")));
+        let extra = TelephonyCredentials::parse(
+            TelephonyProvider::Telnyx,
+            &json!({"api_key": "k", "x": 1}),
+        );
+        assert!(extra.is_err());
+        let bad_sid = TelephonyCredentials::parse(
+            TelephonyProvider::Twilio,
+            &json!({"account_sid": "XY", "auth_token": "secret-value"}),
+        )
+        .unwrap_err();
+        assert!(!bad_sid.to_string().contains("secret-value"));
+        assert!(TelephonyProvider::parse("vonage").is_err());
+    }
+}
