@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_suite::{TestContext, TestServer, db_tests, jwt_for};
+use voiceplane_suite::{TestContext, TestServer, db_tests, http_client, jwt_for};
 
 const API_KEY_FIELDS: &[&str] = &[
     "key_id",
@@ -144,7 +144,7 @@ struct Caller {
 impl Caller {
     fn new(server: &TestServer, org: &str, key: &str) -> Self {
         Self {
-            http: Client::new(),
+            http: http_client(),
             base: server.base.clone(),
             org: org.to_owned(),
             key: Some(key.to_owned()),
@@ -235,7 +235,7 @@ async fn setup(ctx: &TestContext, server: &TestServer) -> Caller {
 
 async fn health_endpoints_need_no_credentials(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let http = Client::new();
+    let http = http_client();
     let (status, v) = read(http.get(server.url("/healthz")).send().await.unwrap()).await;
     assert_eq!((status, v), (StatusCode::OK, json!({"status": "ok"})));
     let (status, _) = read(http.get(server.url("/readyz")).send().await.unwrap()).await;
@@ -459,7 +459,7 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
     let agent = c.create("/api/agents", agent_body("A")).await;
     let path = format!("/api/agents/{}", agent["agent_id"].as_str().unwrap());
 
-    let http = Client::new();
+    let http = http_client();
     // Missing credentials.
     let (status, _) = read(
         http.get(server.url(&path))
@@ -666,7 +666,7 @@ async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
     // Closing the pool makes every query fail as an unreachable database would.
     ctx.repo.connection().clone().close().await.unwrap();
     let (status, v) = read(
-        Client::new()
+        http_client()
             .get(server.url("/readyz"))
             .send()
             .await

@@ -935,3 +935,56 @@ db_tests!(
     documents_are_created_and_viewed,
     invitations_are_created_listed_and_deduplicated,
 );
+
+/// Instances starting together on a fresh database all migrate successfully.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_migrations_on_a_fresh_database() {
+    use voiceplane_storage::{DatabaseOptions, SeaRepository};
+    let path = std::env::temp_dir().join(format!("voiceplane-migrate-{}.db", std::process::id()));
+    let mut targets = vec![DatabaseOptions::new(format!(
+        "sqlite://{}?mode=rwc",
+        path.display()
+    ))];
+    if let Ok(url) = std::env::var(voiceplane_suite::POSTGRES_URL_VAR) {
+        let mut pg = DatabaseOptions::new(url);
+        pg.schema = Some(format!(
+            "vpt_{}_migrate{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            std::process::id()
+        ));
+        targets.push(pg);
+    }
+    for options in targets {
+        let mut repos = Vec::new();
+        for _ in 0..4 {
+            repos.push(SeaRepository::connect(&options).await.unwrap());
+        }
+        let tasks: Vec<_> = repos
+            .iter()
+            .cloned()
+            .map(|r| tokio::spawn(async move { r.migrate().await }))
+            .collect();
+        for task in tasks {
+            task.await
+                .unwrap()
+                .expect("every instance's migration succeeds");
+        }
+        voiceplane_core::repo::HealthRepository::ping(&repos[0])
+            .await
+            .unwrap();
+        if let Some(schema) = &options.schema {
+            use sea_orm::ConnectionTrait;
+            repos[0]
+                .connection()
+                .execute_unprepared(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await
+                .unwrap();
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

@@ -158,7 +158,65 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
         })?;
     }
     let repo = open_database(config).await?;
-    Ok(Arc::new(Service::new(Arc::new(repo)).with_jwt(jwt)))
+    let (voices, telephony) = upstreams(config)?;
+    Ok(Arc::new(
+        Service::new(Arc::new(repo))
+            .with_jwt(jwt)
+            .with_voice_providers(voices)
+            .with_telephony(telephony),
+    ))
+}
+
+/// The voice providers and the telephony probe, sharing one HTTP connection pool. A provider
+/// without an API key is still built: its operations answer 503 "… is not configured".
+fn upstreams(
+    config: &Config,
+) -> Result<
+    (
+        voiceplane_core::voice::VoiceProviders,
+        Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
+    ),
+    Error,
+> {
+    use voiceplane_clients as clients;
+    let fail = |e: clients::BuildError| Error::Runtime(e.to_string());
+    let http = clients::HttpClient::new(clients::HttpSettings::default()).map_err(fail)?;
+    let one = &config.providers.provider_one;
+    let two = &config.providers.provider_two;
+    let key = |k: &Option<config::Secret>| k.as_ref().map(|s| s.expose().to_owned());
+    let provider_one = clients::ProviderOne::new(
+        http.clone(),
+        clients::ProviderOneSettings {
+            base_url: one.base_url.clone(),
+            api_key: key(&one.api_key),
+            version: one.version.clone(),
+        },
+    )
+    .map_err(fail)?;
+    let provider_two = Arc::new(
+        clients::ProviderTwo::new(
+            http.clone(),
+            clients::ProviderTwoSettings {
+                base_url: two.base_url.clone(),
+                api_key: key(&two.api_key),
+            },
+        )
+        .map_err(fail)?,
+    );
+    let telephony = clients::HttpTelephonyValidator::new(
+        http,
+        clients::TelephonySettings {
+            twilio_base_url: config.telephony.twilio.base_url.clone(),
+            telnyx_base_url: config.telephony.telnyx.base_url.clone(),
+        },
+    )
+    .map_err(fail)?;
+    let voices = voiceplane_core::voice::VoiceProviders {
+        provider_one: Some(Arc::new(provider_one)),
+        provider_two: Some(provider_two.clone()),
+        library: Some(provider_two),
+    };
+    Ok((voices, Arc::new(telephony)))
 }
 
 /// The HTTP adapter over `service`, with the configured limits.

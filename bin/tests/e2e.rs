@@ -114,6 +114,7 @@ fn bootstrap_serve_read_back_and_stop() {
         .unwrap();
     let org = boot["organization_id"].as_str().unwrap().to_owned();
     rt.block_on(async {
+        voiceplane_clients::install_crypto_provider();
         let http = reqwest::Client::new();
         let created: Value = http
             .post(format!("{base}/api/agents"))

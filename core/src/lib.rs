@@ -37,6 +37,7 @@ pub mod service;
 pub mod telephony;
 pub mod time;
 pub mod validate;
+pub mod voice;
 
 pub use error::{Error, Result};
 pub use service::{BootstrapInput, BootstrapOutput, Service};

@@ -704,3 +704,175 @@ pub struct NewInvitation {
     /// Role offered.
     pub role: Role,
 }
+
+/// Deserializes a field that distinguishes "absent" (`None`) from `null` (`Some(None)`), for
+/// partial updates that can clear a value.
+fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Body of `PATCH /api/tools/{tool_id}`: absent fields stay as they are.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolUpdate {
+    /// New name.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// New description.
+    #[serde(default)]
+    pub tool_description: Option<String>,
+    /// New HTTP method.
+    #[serde(default)]
+    pub http_method: Option<String>,
+    /// New URL.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// New headers (replaces all).
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// New JSON Schema of the arguments.
+    #[serde(default)]
+    pub parameters: Option<serde_json::Value>,
+    /// New timeout.
+    #[serde(default)]
+    pub timeout_seconds: Option<i32>,
+}
+
+/// Body of `PATCH /api/agents/{agent_id}`: absent fields stay as they are; the three id lists
+/// replace the current ones when given.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentUpdate {
+    /// New name.
+    #[serde(default)]
+    pub agent_name: Option<String>,
+    /// New language code.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// New speech-to-text provider.
+    #[serde(default)]
+    pub stt_provider: Option<String>,
+    /// New text-to-speech provider.
+    #[serde(default)]
+    pub tts_provider: Option<TtsProvider>,
+    /// New voice id.
+    #[serde(default)]
+    pub tts_voice: Option<String>,
+    /// New LLM provider.
+    #[serde(default)]
+    pub llm_provider: Option<String>,
+    /// New LLM model.
+    #[serde(default)]
+    pub llm_model: Option<String>,
+    /// New system prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// New speak-first flag.
+    #[serde(default)]
+    pub speak_first: Option<bool>,
+    /// New end-call flag.
+    #[serde(default)]
+    pub end_call_tool: Option<bool>,
+    /// New temperature.
+    #[serde(default)]
+    pub llm_temperature: Option<f64>,
+    /// New recording flag.
+    #[serde(default)]
+    pub recording_enabled: Option<bool>,
+    /// New voicemail detection flag.
+    #[serde(default)]
+    pub voicemail_detection: Option<bool>,
+    /// New voicemail delay.
+    #[serde(default)]
+    pub voicemail_response_delay: Option<f64>,
+    /// Replaces the tool list.
+    #[serde(default)]
+    pub custom_tools: Option<Vec<String>>,
+    /// Replaces the document list.
+    #[serde(default)]
+    pub kb_document_ids: Option<Vec<String>>,
+    /// Replaces the assigned numbers: numbers left out are unassigned, new ones move here.
+    #[serde(default)]
+    pub assigned_phone_number_ids: Option<Vec<String>>,
+}
+
+/// Body of `PATCH /api/phone-numbers/{phone_number_id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhoneNumberUpdate {
+    /// Agent to answer the number; `null` unassigns it.
+    #[serde(default, deserialize_with = "nullable")]
+    pub assigned_agent_id: Option<Option<String>>,
+    /// Integration owning the number; `null` detaches it.
+    #[serde(default, deserialize_with = "nullable")]
+    pub integration_id: Option<Option<String>>,
+    /// New provider (only without an integration).
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// New inbound flag.
+    #[serde(default)]
+    pub supports_inbound: Option<bool>,
+    /// New outbound flag.
+    #[serde(default)]
+    pub supports_outbound: Option<bool>,
+}
+
+/// Body of `PATCH /api/knowledge-base/{documentation_id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentUpdate {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// Body of `POST /api/integrations`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewIntegration {
+    /// Name, 1–200 characters.
+    pub name: String,
+    /// `twilio` or `telnyx`.
+    pub provider: String,
+    /// e.g. `telephony`.
+    pub category: String,
+    /// Provider credentials: `{account_sid, auth_token}` for twilio, `{api_key}` for telnyx.
+    pub credentials: serde_json::Value,
+}
+
+/// Body of `PATCH /api/integrations/{integration_id}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntegrationUpdate {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New category.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// Replacement credentials for the same provider; the status returns to `active` until
+    /// validated again.
+    #[serde(default)]
+    pub credentials: Option<serde_json::Value>,
+}
+
+/// Body of `PATCH /api/auth/organizations/members/{membership_id}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberUpdate {
+    /// The new role.
+    pub role: Role,
+}
+
+/// A state change's result and what to tell the caller about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome<T> {
+    /// The resource after the change.
+    pub data: T,
+    /// A sentence for the response's `message`.
+    pub message: String,
+}

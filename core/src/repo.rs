@@ -14,6 +14,7 @@ use crate::model::{
     PhoneNumber, Tool, User,
 };
 use crate::page::PageQuery;
+use crate::role::Role;
 use crate::time::Timestamp;
 
 /// Everything `bootstrap` writes, in one transaction.
@@ -64,6 +65,51 @@ pub trait OrganizationRepository: Send + Sync {
         organization_id: &str,
         now: Timestamp,
     ) -> Result<Vec<Invitation>>;
+    /// The invitation, in any organization when `organization_id` is `None`.
+    async fn invitation_get(
+        &self,
+        organization_id: Option<&str>,
+        invite_id: &str,
+    ) -> Result<Option<Invitation>>;
+    /// Moves a pending invitation to `revoked`; false when it was not pending.
+    async fn invitation_revoke(&self, organization_id: &str, invite_id: &str) -> Result<bool>;
+    /// Accepts a pending, unexpired invitation atomically: marks it `accepted`, inserts the user
+    /// when new, and creates the membership. Conflict when the invitation is no longer pending
+    /// or expired at `now`, or when the user is already a member.
+    async fn invitation_accept(&self, accept: &AcceptRecords, now: Timestamp) -> Result<Member>;
+    /// One member of the organization.
+    async fn member_get(
+        &self,
+        organization_id: &str,
+        membership_id: &str,
+    ) -> Result<Option<Member>>;
+    /// Changes a member's role. Conflict when that would leave the organization without an
+    /// admin; the check and the change are one transaction, serialized per organization.
+    async fn member_set_role(
+        &self,
+        organization_id: &str,
+        membership_id: &str,
+        role: Role,
+    ) -> Result<Member>;
+    /// Removes a member and revokes the API keys that member created in the organization.
+    /// Conflict when the member is the last admin.
+    async fn member_remove(
+        &self,
+        organization_id: &str,
+        membership_id: &str,
+        now: Timestamp,
+    ) -> Result<Member>;
+}
+
+/// What accepting an invitation writes.
+#[derive(Debug, Clone)]
+pub struct AcceptRecords {
+    /// The invitation being accepted.
+    pub invitation: Invitation,
+    /// The accepting user (inserted if no user with this id exists).
+    pub user: User,
+    /// The new membership.
+    pub membership: Membership,
 }
 
 /// API keys.
@@ -83,6 +129,15 @@ pub trait ApiKeyRepository: Send + Sync {
     ) -> Result<()>;
     /// Up to `page.fetch()` keys of the organization after the cursor, newest first.
     async fn api_key_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<ApiKey>>;
+    /// One key of the organization.
+    async fn api_key_get(&self, organization_id: &str, key_id: &str) -> Result<Option<ApiKey>>;
+    /// Revokes an active key; true when this call revoked it, false when it already was.
+    async fn api_key_revoke(
+        &self,
+        organization_id: &str,
+        key_id: &str,
+        now: Timestamp,
+    ) -> Result<bool>;
 }
 
 /// Calls.
@@ -109,9 +164,10 @@ pub trait ToolRepository: Send + Sync {
     async fn tool_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Tool>>;
     /// Number of tools of the organization.
     async fn tool_count(&self, organization_id: &str) -> Result<u64>;
-    /// Those of `ids` that are tools of the organization.
-    async fn tool_ids_existing(&self, organization_id: &str, ids: &[String])
-    -> Result<Vec<String>>;
+    /// Overwrites an existing tool. Conflict on a duplicate name.
+    async fn tool_update(&self, tool: &Tool) -> Result<()>;
+    /// Deletes the tool and removes it from every agent's `custom_tools`, atomically.
+    async fn tool_delete(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>>;
 }
 
 /// Knowledge-base documents.
@@ -125,27 +181,49 @@ pub trait DocumentRepository: Send + Sync {
         organization_id: &str,
         documentation_id: &str,
     ) -> Result<Option<Document>>;
-    /// Those of `ids` that are documents of the organization.
-    async fn document_ids_existing(
+    /// Up to `page.fetch()` documents after the cursor, newest first.
+    async fn document_list(&self, organization_id: &str, page: &PageQuery)
+    -> Result<Vec<Document>>;
+    /// Overwrites an existing document's metadata.
+    async fn document_update(&self, document: &Document) -> Result<()>;
+    /// Deletes the document and removes it from every agent's `kb_document_ids`, atomically.
+    async fn document_delete(
         &self,
         organization_id: &str,
-        ids: &[String],
-    ) -> Result<Vec<String>>;
+        documentation_id: &str,
+    ) -> Result<Option<Document>>;
 }
 
 /// Agents. `assigned_phone_number_ids` is derived from the phone numbers' `assigned_agent_id`,
 /// so the two directions cannot disagree.
+///
+/// Inserts and updates check, inside their transaction, that every referenced tool, document
+/// and phone number exists in the organization (else `InvalidInput` naming the missing ids),
+/// serialized with deletions of those resources, so no agent keeps a dangling reference.
 #[async_trait]
 pub trait AgentRepository: Send + Sync {
-    /// Stores a new agent and, in the same transaction, assigns the phone numbers listed in
-    /// `agent.assigned_phone_number_ids` to it (status `assigned`). The caller has checked that
-    /// they belong to the organization.
+    /// Stores a new agent and assigns the phone numbers listed in
+    /// `agent.assigned_phone_number_ids` to it (status `assigned`), atomically.
     async fn agent_insert(&self, agent: &Agent) -> Result<()>;
     /// The agent with its assigned phone numbers, if it belongs to the organization.
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>>;
+    /// Up to `page.fetch()` agents after the cursor, newest first.
+    async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>>;
+    /// Overwrites an existing agent; its assigned numbers become exactly
+    /// `agent.assigned_phone_number_ids` (others are unassigned), atomically.
+    async fn agent_update(&self, agent: &Agent) -> Result<()>;
+    /// Deletes the agent and unassigns its phone numbers (as of `now`), atomically.
+    async fn agent_delete(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Agent>>;
 }
 
-/// Phone numbers.
+/// Phone numbers. Inserts and updates check, inside their transaction, that the assigned agent
+/// and the integration exist in the organization (else `InvalidInput`); the database's foreign
+/// key keeps a number from ever referencing a deleted integration.
 #[async_trait]
 pub trait PhoneNumberRepository: Send + Sync {
     /// Stores a new number. Conflict when the organization already has this number.
@@ -156,23 +234,71 @@ pub trait PhoneNumberRepository: Send + Sync {
         organization_id: &str,
         phone_number_id: &str,
     ) -> Result<Option<PhoneNumber>>;
-    /// Those of `ids` that are phone numbers of the organization.
-    async fn phone_number_ids_existing(
+    /// Up to `page.fetch()` numbers after the cursor, newest first.
+    async fn phone_number_list(
         &self,
         organization_id: &str,
-        ids: &[String],
-    ) -> Result<Vec<String>>;
+        page: &PageQuery,
+    ) -> Result<Vec<PhoneNumber>>;
+    /// Overwrites an existing number.
+    async fn phone_number_update(&self, number: &PhoneNumber) -> Result<()>;
+    /// Deletes the number.
+    async fn phone_number_delete(
+        &self,
+        organization_id: &str,
+        phone_number_id: &str,
+    ) -> Result<Option<PhoneNumber>>;
 }
 
-/// Telephony integrations.
+/// The result of trying to delete an integration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntegrationDeletion {
+    /// Deleted with its credentials; the integration as it was.
+    Deleted(Integration),
+    /// Refused: these phone numbers still reference it.
+    Referenced(Vec<PhoneNumber>),
+    /// No such integration in the organization.
+    NotFound,
+}
+
+/// Telephony integrations. Credentials are stored only as the sealed (encrypted) text the
+/// service hands over.
 #[async_trait]
 pub trait IntegrationRepository: Send + Sync {
+    /// Stores a new integration with its sealed credentials.
+    async fn integration_insert(&self, integration: &Integration, sealed: &str) -> Result<()>;
     /// The integration, if it belongs to the organization.
     async fn integration_get(
         &self,
         organization_id: &str,
         integration_id: &str,
     ) -> Result<Option<Integration>>;
+    /// The integration and its sealed credentials.
+    async fn integration_get_sealed(
+        &self,
+        organization_id: &str,
+        integration_id: &str,
+    ) -> Result<Option<(Integration, String)>>;
+    /// Up to `page.fetch()` integrations after the cursor, newest first.
+    async fn integration_list(
+        &self,
+        organization_id: &str,
+        page: &PageQuery,
+    ) -> Result<Vec<Integration>>;
+    /// Overwrites name, category, status and `updated_at`, and the credentials when `sealed`
+    /// is given.
+    async fn integration_update(
+        &self,
+        integration: &Integration,
+        sealed: Option<&str>,
+    ) -> Result<()>;
+    /// Deletes the integration and its credentials unless a phone number references it; the
+    /// check and the delete cannot be raced by a concurrent assignment.
+    async fn integration_delete(
+        &self,
+        organization_id: &str,
+        integration_id: &str,
+    ) -> Result<IntegrationDeletion>;
 }
 
 /// The whole storage interface the [`Service`](crate::Service) uses.

@@ -8,10 +8,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use voiceplane_core::Service;
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Invitation, Member};
+use voiceplane_core::model::{Invitation, Member, Outcome};
 use voiceplane_core::page::PageParams;
 
-use crate::body::{JSON_REQUIRED, read_json};
+use crate::body::{JSON_REQUIRED, read_json, require_json};
 use crate::error::ApiError;
 use crate::router::Route;
 use crate::{Api, BoxError, ResponseBody, extract, response};
@@ -88,6 +88,14 @@ struct Members<'a> {
     members: &'a [Member],
 }
 
+/// The answer of a delete: the resource as it was, and a sentence saying it is gone.
+fn deleted<T>(what: &str, data: T) -> Outcome<T> {
+    Outcome {
+        data,
+        message: format!("{what} deleted"),
+    }
+}
+
 /// Runs the handler of `route`.
 pub(crate) async fn dispatch<B>(api: &Api, route: Route, req: Request<B>) -> Reply
 where
@@ -114,6 +122,13 @@ where
             let actor = cx.actor().await?;
             let params = cx.page_params()?;
             Ok(response::page(&svc.api_key_list(&actor, &params).await?))
+        }
+
+        Route::ApiKeyRevoke { key_id } => {
+            let actor = cx.actor().await?;
+            Ok(response::outcome(
+                &svc.api_key_revoke(&actor, &key_id).await?,
+            ))
         }
 
         Route::CallCreate => {
@@ -149,6 +164,23 @@ where
             Ok(response::page(&svc.tool_list(&actor, &params).await?))
         }
 
+        Route::ToolView { tool_id } => {
+            let actor = cx.actor().await?;
+            Ok(response::ok(&svc.tool_view(&actor, &tool_id).await?))
+        }
+        Route::ToolUpdate { tool_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.tool_update(&actor, &tool_id, input).await?,
+            ))
+        }
+        Route::ToolDelete { tool_id } => {
+            let actor = cx.actor().await?;
+            let tool = svc.tool_delete(&actor, &tool_id).await?;
+            Ok(response::outcome(&deleted("tool", tool)))
+        }
+
         Route::AgentCreate => {
             let actor = cx.actor().await?;
             let input = cx.json(body).await?;
@@ -157,6 +189,24 @@ where
         Route::AgentView { agent_id } => {
             let actor = cx.actor().await?;
             Ok(response::ok(&svc.agent_view(&actor, &agent_id).await?))
+        }
+
+        Route::AgentList => {
+            let actor = cx.actor().await?;
+            let params = cx.page_params()?;
+            Ok(response::page(&svc.agent_list(&actor, &params).await?))
+        }
+        Route::AgentUpdate { agent_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.agent_update(&actor, &agent_id, input).await?,
+            ))
+        }
+        Route::AgentDelete { agent_id } => {
+            let actor = cx.actor().await?;
+            let agent = svc.agent_delete(&actor, &agent_id).await?;
+            Ok(response::outcome(&deleted("agent", agent)))
         }
 
         Route::PhoneNumberCreate => {
@@ -173,6 +223,70 @@ where
             ))
         }
 
+        Route::PhoneNumberList => {
+            let actor = cx.actor().await?;
+            let params = cx.page_params()?;
+            Ok(response::page(
+                &svc.phone_number_list(&actor, &params).await?,
+            ))
+        }
+        Route::PhoneNumberUpdate { phone_number_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.phone_number_update(&actor, &phone_number_id, input)
+                    .await?,
+            ))
+        }
+        Route::PhoneNumberDelete { phone_number_id } => {
+            let actor = cx.actor().await?;
+            let number = svc.phone_number_delete(&actor, &phone_number_id).await?;
+            Ok(response::outcome(&deleted("phone number", number)))
+        }
+
+        Route::IntegrationCreate => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::created(
+                &svc.integration_create(&actor, input).await?,
+            ))
+        }
+        Route::IntegrationList => {
+            let actor = cx.actor().await?;
+            let params = cx.page_params()?;
+            Ok(response::page(
+                &svc.integration_list(&actor, &params).await?,
+            ))
+        }
+        Route::IntegrationView { integration_id } => {
+            let actor = cx.actor().await?;
+            Ok(response::ok(
+                &svc.integration_view(&actor, &integration_id).await?,
+            ))
+        }
+        Route::IntegrationUpdate { integration_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.integration_update(&actor, &integration_id, input)
+                    .await?,
+            ))
+        }
+        Route::IntegrationDelete { integration_id } => {
+            let actor = cx.actor().await?;
+            Ok(response::outcome(
+                &svc.integration_delete(&actor, &integration_id).await?,
+            ))
+        }
+        Route::IntegrationValidate { integration_id } => {
+            let actor = cx.actor().await?;
+            // The spec requires a JSON request; the body itself carries nothing.
+            require_json(&parts.headers, JSON_REQUIRED)?;
+            Ok(response::outcome(
+                &svc.integration_validate(&actor, &integration_id).await?,
+            ))
+        }
+
         Route::DocumentCreate => {
             let actor = cx.actor().await?;
             let input = cx.json_or(body, KB_JSON_REQUIRED).await?;
@@ -185,6 +299,45 @@ where
             Ok(response::ok(
                 &svc.document_view(&actor, &documentation_id).await?,
             ))
+        }
+
+        Route::DocumentList => {
+            let actor = cx.actor().await?;
+            let params = cx.page_params()?;
+            Ok(response::page(&svc.document_list(&actor, &params).await?))
+        }
+        Route::DocumentUpdate { documentation_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.document_update(&actor, &documentation_id, input)
+                    .await?,
+            ))
+        }
+        Route::DocumentDelete { documentation_id } => {
+            let actor = cx.actor().await?;
+            let doc = svc.document_delete(&actor, &documentation_id).await?;
+            Ok(response::outcome(&deleted("knowledge-base document", doc)))
+        }
+
+        // Voice endpoints answer without the success envelope (SPEC §4.5, §4.14, §4.15).
+        Route::VoiceSearch => {
+            let actor = cx.actor().await?;
+            let input = crate::voices::search_input(parts.uri.query())?;
+            let page = svc.voice_search(&actor, input).await?;
+            Ok(response::json(StatusCode::OK, &page))
+        }
+        Route::VoiceLibraryList => {
+            let actor = cx.actor().await?;
+            let input = crate::voices::library_input(parts.uri.query())?;
+            let page = svc.voice_library_list(&actor, input).await?;
+            Ok(response::json(StatusCode::OK, &page))
+        }
+        Route::VoiceLibraryAdd => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            let added = svc.voice_library_add(&actor, input).await?;
+            Ok(response::json(StatusCode::OK, &added))
         }
 
         Route::InvitationCreate => {
@@ -203,6 +356,34 @@ where
                     invitations: &invitations,
                 },
             ))
+        }
+        Route::InvitationRevoke { invite_id } => {
+            let actor = cx.actor().await?;
+            Ok(response::outcome(
+                &svc.invitation_revoke(&actor, &invite_id).await?,
+            ))
+        }
+        Route::InvitationAccept { invite_id } => {
+            let creds = extract::credentials(&parts.headers)?;
+            Ok(response::outcome(
+                &svc.invitation_accept(creds.bearer.as_deref(), &invite_id)
+                    .await?,
+            ))
+        }
+        Route::MemberUpdate { membership_id } => {
+            let actor = cx.actor().await?;
+            let input = cx.json(body).await?;
+            Ok(response::ok(
+                &svc.member_update(&actor, &membership_id, input).await?,
+            ))
+        }
+        Route::MemberRemove { membership_id } => {
+            let actor = cx.actor().await?;
+            let member = svc.member_remove(&actor, &membership_id).await?;
+            Ok(response::outcome(&Outcome {
+                data: member,
+                message: "member removed; the API keys they created here are revoked".to_owned(),
+            }))
         }
         Route::MemberList => {
             let actor = cx.actor().await?;

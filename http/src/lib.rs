@@ -17,8 +17,9 @@
 //!
 //! The contract every response follows (statuses, envelopes, headers) is written down in the
 //! crate's `README.md`. In short: success bodies are `{"success": true, "data": …}` (lists add
-//! `pagination`), errors are `{"detail": "…"}` with the status chosen by [`status_for`], and
-//! request bodies are limited to [`HttpConfig::max_body_bytes`].
+//! `pagination`), errors are `{"detail": "…"}` with the status chosen by [`status_for`],
+//! request bodies are limited to [`HttpConfig::max_body_bytes`], and every response carries an
+//! `X-Request-Id` ([`REQUEST_ID_HEADER`]): the caller's own, or a generated one.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -66,6 +67,7 @@ mod handlers;
 mod response;
 pub mod router;
 mod serve;
+mod voices;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -93,6 +95,15 @@ pub type ResponseBody = http_body_util::combinators::BoxBody<bytes::Bytes, BoxEr
 
 /// Default of [`HttpConfig::max_body_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The header every response carries with the request's id: the caller's own `X-Request-Id`
+/// when it sent one acceptable value (see [`MAX_REQUEST_ID_LEN`]), else a generated one.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Longest `X-Request-Id` echoed, in bytes. A caller's id is used only when it is one header
+/// of 1 to this many visible ASCII characters (`!` to `~`); anything else is replaced by a
+/// generated id of 16 lowercase hex digits.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
 
 /// Settings of the adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,9 +155,12 @@ impl Api {
 
     /// Answers one request. Never fails: every error becomes a `{"detail": …}` response.
     ///
+    /// Every response carries [`REQUEST_ID_HEADER`] (`X-Request-Id`): the caller's value when
+    /// it is acceptable, else a generated one.
+    ///
     /// The request runs in a `request` span with the fields `method`, `path` (never the query
-    /// string or headers), `status` and `latency_ms`; at the end one `request completed` event
-    /// is emitted at INFO, or at WARN for a 5xx.
+    /// string or headers), `request_id`, `status` and `latency_ms`; at the end one `request
+    /// completed` event is emitted at INFO, or at WARN for a 5xx.
     pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
     where
         B: http_body::Body + Send + 'static,
@@ -154,10 +168,13 @@ impl Api {
         B::Error: Into<BoxError>,
     {
         let start = Instant::now();
+        let request_id = request_id_of(req.headers());
         let span = tracing::info_span!(
             "request",
             method = %req.method(),
             path = %req.uri().path(),
+            // Visible ASCII by construction, so `to_str` cannot fail.
+            request_id = %request_id.to_str().unwrap_or("-"),
             status = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
         );
@@ -172,6 +189,7 @@ impl Api {
                     .headers_mut()
                     .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             }
+            response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
             let status = response.status();
             let span = tracing::Span::current();
             span.record("status", status.as_u16());
@@ -207,6 +225,26 @@ impl Api {
 
 fn is_api_path(path: &str) -> bool {
     path == "/api" || path.starts_with("/api/")
+}
+
+/// The request's id: the caller's `X-Request-Id` when it sent exactly one value of 1 to
+/// [`MAX_REQUEST_ID_LEN`] visible ASCII characters, else 16 random lowercase hex digits.
+fn request_id_of(headers: &http::HeaderMap) -> HeaderValue {
+    let mut sent = headers.get_all(REQUEST_ID_HEADER).iter();
+    match (sent.next(), sent.next()) {
+        (Some(value), None) if is_acceptable_request_id(value.as_bytes()) => value.clone(),
+        _ => generate_request_id(),
+    }
+}
+
+fn is_acceptable_request_id(id: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID_LEN).contains(&id.len()) && id.iter().all(|b| b.is_ascii_graphic())
+}
+
+fn generate_request_id() -> HeaderValue {
+    let id = format!("{:016x}", rand::random::<u64>());
+    // Hex digits are always a valid header value.
+    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("0000000000000000"))
 }
 
 impl<B> tower_service::Service<Request<B>> for Api

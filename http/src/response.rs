@@ -8,6 +8,7 @@
 
 use http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;
+use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
 use crate::ResponseBody;
@@ -78,6 +79,19 @@ pub(crate) fn ok<T: Serialize + ?Sized>(value: &T) -> Response<ResponseBody> {
 /// `201 {"success": true, "data": data}`.
 pub(crate) fn created<T: Serialize + ?Sized>(value: &T) -> Response<ResponseBody> {
     data(StatusCode::CREATED, value)
+}
+
+/// `200 {"success": true, "message": outcome.message, "data": outcome.data}`: the answer of
+/// state changes (revoke, validate, delete, accept).
+pub(crate) fn outcome<T: Serialize>(outcome: &Outcome<T>) -> Response<ResponseBody> {
+    json(
+        StatusCode::OK,
+        &Envelope {
+            success: true,
+            message: Some(&outcome.message),
+            data: &outcome.data,
+        },
+    )
 }
 
 /// `200` with a cursor-list envelope; `total_count` only when the page has one.

@@ -90,6 +90,8 @@ routes! {
     POST "/api/api-keys" => ApiKeyCreate;
     /// `GET /api/api-keys`: `api_key_list`.
     GET "/api/api-keys" => ApiKeyList;
+    /// `DELETE /api/api-keys/{key_id}`: `api_key_revoke`.
+    DELETE "/api/api-keys/{key_id}" => ApiKeyRevoke { key_id };
 
     /// `POST /api/calls`: `call_create`.
     POST "/api/calls" => CallCreate;
@@ -104,28 +106,81 @@ routes! {
     POST "/api/tools" => ToolCreate;
     /// `GET /api/tools`: `tool_list`.
     GET "/api/tools" => ToolList;
+    /// `GET /api/tools/{tool_id}`: `tool_view`.
+    GET "/api/tools/{tool_id}" => ToolView { tool_id };
+    /// `PATCH /api/tools/{tool_id}`: `tool_update`.
+    PATCH "/api/tools/{tool_id}" => ToolUpdate { tool_id };
+    /// `DELETE /api/tools/{tool_id}`: `tool_delete`.
+    DELETE "/api/tools/{tool_id}" => ToolDelete { tool_id };
 
     /// `POST /api/agents`: `agent_create`.
     POST "/api/agents" => AgentCreate;
+    /// `GET /api/agents`: `agent_list`.
+    GET "/api/agents" => AgentList;
     /// `GET /api/agents/{agent_id}`: `agent_view`.
     GET "/api/agents/{agent_id}" => AgentView { agent_id };
+    /// `PATCH /api/agents/{agent_id}`: `agent_update`.
+    PATCH "/api/agents/{agent_id}" => AgentUpdate { agent_id };
+    /// `DELETE /api/agents/{agent_id}`: `agent_delete`.
+    DELETE "/api/agents/{agent_id}" => AgentDelete { agent_id };
 
     /// `POST /api/phone-numbers`: `phone_number_create`.
     POST "/api/phone-numbers" => PhoneNumberCreate;
+    /// `GET /api/phone-numbers`: `phone_number_list`.
+    GET "/api/phone-numbers" => PhoneNumberList;
     /// `GET /api/phone-numbers/{phone_number_id}`: `phone_number_view`.
     GET "/api/phone-numbers/{phone_number_id}" => PhoneNumberView { phone_number_id };
+    /// `PATCH /api/phone-numbers/{phone_number_id}`: `phone_number_update`.
+    PATCH "/api/phone-numbers/{phone_number_id}" => PhoneNumberUpdate { phone_number_id };
+    /// `DELETE /api/phone-numbers/{phone_number_id}`: `phone_number_delete`.
+    DELETE "/api/phone-numbers/{phone_number_id}" => PhoneNumberDelete { phone_number_id };
+
+    /// `POST /api/integrations`: `integration_create`.
+    POST "/api/integrations" => IntegrationCreate;
+    /// `GET /api/integrations`: `integration_list`.
+    GET "/api/integrations" => IntegrationList;
+    /// `GET /api/integrations/{integration_id}`: `integration_view`.
+    GET "/api/integrations/{integration_id}" => IntegrationView { integration_id };
+    /// `PATCH /api/integrations/{integration_id}`: `integration_update`.
+    PATCH "/api/integrations/{integration_id}" => IntegrationUpdate { integration_id };
+    /// `DELETE /api/integrations/{integration_id}`: `integration_delete`.
+    DELETE "/api/integrations/{integration_id}" => IntegrationDelete { integration_id };
+    /// `POST /api/integrations/{integration_id}/validate`: `integration_validate`.
+    POST "/api/integrations/{integration_id}/validate" => IntegrationValidate { integration_id };
 
     /// `POST /api/knowledge-base`: `document_create_text` (JSON `{name, text}`).
     POST "/api/knowledge-base" => DocumentCreate;
+    /// `GET /api/knowledge-base`: `document_list`.
+    GET "/api/knowledge-base" => DocumentList;
     /// `GET /api/knowledge-base/{documentation_id}`: `document_view`.
     GET "/api/knowledge-base/{documentation_id}" => DocumentView { documentation_id };
+    /// `PATCH /api/knowledge-base/{documentation_id}`: `document_update`.
+    PATCH "/api/knowledge-base/{documentation_id}" => DocumentUpdate { documentation_id };
+    /// `DELETE /api/knowledge-base/{documentation_id}`: `document_delete`.
+    DELETE "/api/knowledge-base/{documentation_id}" => DocumentDelete { documentation_id };
+
+    /// `GET /api/voices/search`: `voice_search` (no envelope).
+    GET "/api/voices/search" => VoiceSearch;
+    /// `GET /api/voices/provider_two/library`: `voice_library_list` (no envelope).
+    GET "/api/voices/provider_two/library" => VoiceLibraryList;
+    /// `POST /api/voices/provider_two/library/add`: `voice_library_add` (200 `{voice_id}`).
+    POST "/api/voices/provider_two/library/add" => VoiceLibraryAdd;
 
     /// `POST /api/auth/organizations/invitations`: `invitation_create`.
     POST "/api/auth/organizations/invitations" => InvitationCreate;
     /// `GET /api/auth/organizations/invitations`: `invitation_list`.
     GET "/api/auth/organizations/invitations" => InvitationList;
+    /// `DELETE /api/auth/organizations/invitations/{invite_id}`: `invitation_revoke`.
+    DELETE "/api/auth/organizations/invitations/{invite_id}" => InvitationRevoke { invite_id };
+    /// `POST /api/auth/invitations/{invite_id}/accept`: `invitation_accept` (the invitee's
+    /// JWT; no organization header).
+    POST "/api/auth/invitations/{invite_id}/accept" => InvitationAccept { invite_id };
     /// `GET /api/auth/organizations/members`: `member_list`.
     GET "/api/auth/organizations/members" => MemberList;
+    /// `PATCH /api/auth/organizations/members/{membership_id}`: `member_update`.
+    PATCH "/api/auth/organizations/members/{membership_id}" => MemberUpdate { membership_id };
+    /// `DELETE /api/auth/organizations/members/{membership_id}`: `member_remove`.
+    DELETE "/api/auth/organizations/members/{membership_id}" => MemberRemove { membership_id };
 }
 
 /// Why a request matched no route.
@@ -329,9 +384,9 @@ mod tests {
             Err(RouteError::MethodNotAllowed { allow: vec!["GET"] })
         );
         assert_eq!(
-            resolve(&Method::GET, "/api/agents"),
+            resolve(&Method::PUT, "/api/agents"),
             Err(RouteError::MethodNotAllowed {
-                allow: vec!["POST"]
+                allow: vec!["POST", "GET"]
             })
         );
         assert_eq!(

@@ -94,6 +94,24 @@ impl OrganizationRepository for Fake {
     async fn invitation_list_pending(&self, _: &str, _: Timestamp) -> Result<Vec<Invitation>> {
         Ok(vec![])
     }
+    async fn invitation_get(&self, _: Option<&str>, _: &str) -> Result<Option<Invitation>> {
+        Ok(None)
+    }
+    async fn invitation_revoke(&self, _: &str, _: &str) -> Result<bool> {
+        Ok(false)
+    }
+    async fn invitation_accept(&self, _: &AcceptRecords, _: Timestamp) -> Result<Member> {
+        Err(Error::NotFound("not in the fake".into()))
+    }
+    async fn member_get(&self, _: &str, _: &str) -> Result<Option<Member>> {
+        Ok(None)
+    }
+    async fn member_set_role(&self, _: &str, _: &str, _: Role) -> Result<Member> {
+        Err(Error::NotFound("not in the fake".into()))
+    }
+    async fn member_remove(&self, _: &str, _: &str, _: Timestamp) -> Result<Member> {
+        Err(Error::NotFound("not in the fake".into()))
+    }
 }
 
 #[async_trait]
@@ -115,6 +133,12 @@ impl ApiKeyRepository for Fake {
     }
     async fn api_key_list(&self, _: &str, _: &PageQuery) -> Result<Vec<ApiKey>> {
         Ok(vec![])
+    }
+    async fn api_key_get(&self, _: &str, _: &str) -> Result<Option<ApiKey>> {
+        Ok(None)
+    }
+    async fn api_key_revoke(&self, _: &str, _: &str, _: Timestamp) -> Result<bool> {
+        Ok(false)
     }
 }
 
@@ -148,8 +172,11 @@ impl ToolRepository for Fake {
     async fn tool_count(&self, _: &str) -> Result<u64> {
         Ok(7)
     }
-    async fn tool_ids_existing(&self, _: &str, _: &[String]) -> Result<Vec<String>> {
-        Ok(vec![])
+    async fn tool_update(&self, _: &Tool) -> Result<()> {
+        Ok(())
+    }
+    async fn tool_delete(&self, _: &str, _: &str) -> Result<Option<Tool>> {
+        Ok(None)
     }
 }
 
@@ -161,8 +188,14 @@ impl DocumentRepository for Fake {
     async fn document_get(&self, _: &str, _: &str) -> Result<Option<Document>> {
         Ok(None)
     }
-    async fn document_ids_existing(&self, _: &str, _: &[String]) -> Result<Vec<String>> {
+    async fn document_list(&self, _: &str, _: &PageQuery) -> Result<Vec<Document>> {
         Ok(vec![])
+    }
+    async fn document_update(&self, _: &Document) -> Result<()> {
+        Ok(())
+    }
+    async fn document_delete(&self, _: &str, _: &str) -> Result<Option<Document>> {
+        Ok(None)
     }
 }
 
@@ -180,6 +213,15 @@ impl AgentRepository for Fake {
             Ok(None)
         }
     }
+    async fn agent_list(&self, _: &str, _: &PageQuery) -> Result<Vec<Agent>> {
+        Ok(vec![])
+    }
+    async fn agent_update(&self, _: &Agent) -> Result<()> {
+        Ok(())
+    }
+    async fn agent_delete(&self, _: &str, _: &str, _: Timestamp) -> Result<Option<Agent>> {
+        Ok(None)
+    }
 }
 
 #[async_trait]
@@ -190,15 +232,40 @@ impl PhoneNumberRepository for Fake {
     async fn phone_number_get(&self, _: &str, _: &str) -> Result<Option<PhoneNumber>> {
         Ok(None)
     }
-    async fn phone_number_ids_existing(&self, _: &str, _: &[String]) -> Result<Vec<String>> {
+    async fn phone_number_list(&self, _: &str, _: &PageQuery) -> Result<Vec<PhoneNumber>> {
         Ok(vec![])
+    }
+    async fn phone_number_update(&self, _: &PhoneNumber) -> Result<()> {
+        Ok(())
+    }
+    async fn phone_number_delete(&self, _: &str, _: &str) -> Result<Option<PhoneNumber>> {
+        Ok(None)
     }
 }
 
 #[async_trait]
 impl IntegrationRepository for Fake {
+    async fn integration_insert(&self, _: &Integration, _: &str) -> Result<()> {
+        Ok(())
+    }
     async fn integration_get(&self, _: &str, _: &str) -> Result<Option<Integration>> {
         Ok(None)
+    }
+    async fn integration_get_sealed(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<(Integration, String)>> {
+        Ok(None)
+    }
+    async fn integration_list(&self, _: &str, _: &PageQuery) -> Result<Vec<Integration>> {
+        Ok(vec![])
+    }
+    async fn integration_update(&self, _: &Integration, _: Option<&str>) -> Result<()> {
+        Ok(())
+    }
+    async fn integration_delete(&self, _: &str, _: &str) -> Result<IntegrationDeletion> {
+        Ok(IntegrationDeletion::NotFound)
     }
 }
 
@@ -623,5 +690,157 @@ mod server {
             .expect("serve returns once the request is done")
             .unwrap()
             .unwrap();
+    }
+}
+
+mod request_id {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata};
+
+    use super::*;
+
+    async fn request_id(req: Request<Full<Bytes>>) -> (StatusCode, Option<String>) {
+        let res = api().handle(req).await;
+        let id = res.headers().get(REQUEST_ID_HEADER).map(|v| {
+            assert_eq!(
+                res.headers().get_all(REQUEST_ID_HEADER).iter().count(),
+                1,
+                "exactly one X-Request-Id"
+            );
+            v.to_str().unwrap().to_owned()
+        });
+        (res.status(), id)
+    }
+
+    fn is_generated(id: &str) -> bool {
+        id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+
+    #[tokio::test]
+    async fn a_sane_caller_id_is_echoed_on_success_and_error() {
+        let sent = "req-7f3a:trace/01~ABC";
+        let (s, id) =
+            request_id(empty(Request::get("/healthz").header("x-request-id", sent))).await;
+        assert_eq!((s, id.as_deref()), (StatusCode::OK, Some(sent)));
+
+        // Errors carry it too: no route, no credentials, bad body.
+        let (s, id) = request_id(empty(Request::get("/nope").header("X-Request-Id", sent))).await;
+        assert_eq!((s, id.as_deref()), (StatusCode::NOT_FOUND, Some(sent)));
+        let (s, id) = request_id(empty(
+            Request::get("/api/calls").header("x-request-id", sent),
+        ))
+        .await;
+        assert_eq!((s, id.as_deref()), (StatusCode::UNAUTHORIZED, Some(sent)));
+        let (s, id) = request_id(with_json(
+            authed(Method::POST, "/api/tools").header("x-request-id", sent),
+            "{",
+        ))
+        .await;
+        assert_eq!((s, id.as_deref()), (StatusCode::BAD_REQUEST, Some(sent)));
+
+        let longest = "x".repeat(MAX_REQUEST_ID_LEN);
+        let (_, id) = request_id(empty(
+            Request::get("/healthz").header("x-request-id", &longest),
+        ))
+        .await;
+        assert_eq!(id.as_deref(), Some(longest.as_str()));
+    }
+
+    #[tokio::test]
+    async fn a_missing_id_is_generated_fresh_for_each_request() {
+        let (_, first) = request_id(empty(Request::get("/healthz"))).await;
+        let (_, second) = request_id(empty(Request::get("/nope"))).await;
+        let (first, second) = (first.unwrap(), second.unwrap());
+        assert!(is_generated(&first), "{first}");
+        assert!(is_generated(&second), "{second}");
+        assert_ne!(first, second);
+    }
+
+    #[tokio::test]
+    async fn an_unacceptable_id_is_replaced() {
+        let too_long = "x".repeat(MAX_REQUEST_ID_LEN + 1);
+        let with_space = "abc def";
+        let non_ascii = HeaderValue::from_bytes("caf\u{e9}".as_bytes()).unwrap();
+        for value in [
+            HeaderValue::from_str(&too_long).unwrap(),
+            HeaderValue::from_static(""),
+            HeaderValue::from_static(with_space),
+            HeaderValue::from_static("tab\there"),
+            non_ascii,
+        ] {
+            let (_, id) = request_id(empty(
+                Request::get("/healthz").header("x-request-id", value.clone()),
+            ))
+            .await;
+            let id = id.unwrap();
+            assert!(is_generated(&id), "{value:?} gave {id}");
+        }
+
+        // Sent twice: neither is trusted.
+        let (_, id) = request_id(empty(
+            Request::get("/healthz")
+                .header("x-request-id", "one")
+                .header("x-request-id", "two"),
+        ))
+        .await;
+        assert!(is_generated(&id.unwrap()));
+    }
+
+    /// A subscriber that keeps the `request_id` field of every `request` span.
+    #[derive(Default)]
+    struct SpanIds {
+        next: AtomicU64,
+        ids: Mutex<Vec<String>>,
+    }
+
+    struct RequestIdField<'a>(&'a Mutex<Vec<String>>);
+
+    impl Visit for RequestIdField<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "request_id" {
+                self.0.lock().unwrap().push(value.to_owned());
+            }
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "request_id" {
+                self.0.lock().unwrap().push(format!("{value:?}"));
+            }
+        }
+    }
+
+    impl tracing::Subscriber for SpanIds {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            if span.metadata().name() == "request" {
+                span.record(&mut RequestIdField(&self.ids));
+            }
+            Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed) + 1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_request_span_records_the_id() {
+        let subscriber = Arc::new(SpanIds::default());
+        let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber.clone()));
+
+        let (_, echoed) = request_id(empty(
+            Request::get("/healthz").header("x-request-id", "trace-42"),
+        ))
+        .await;
+        let (_, generated) = request_id(empty(Request::get("/healthz"))).await;
+
+        let recorded = subscriber.ids.lock().unwrap().clone();
+        assert_eq!(recorded, vec![echoed.unwrap(), generated.unwrap()]);
     }
 }

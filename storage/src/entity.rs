@@ -91,6 +91,7 @@ pub mod api_key {
         pub created_at: i64,
         pub last_used_at: Option<i64>,
         pub expires_at: Option<i64>,
+        pub revoked_at: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -72,7 +72,10 @@ mod repo;
 
 use std::time::Duration;
 
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection};
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
+    TransactionTrait,
+};
 use sea_orm_migration::MigratorTrait;
 
 /// The SeaORM repository: a pooled connection to SQLite or Postgres.
@@ -141,19 +144,48 @@ impl SeaRepository {
         if let (DatabaseBackend::Postgres, Some(schema)) =
             (db.get_database_backend(), &options.schema)
         {
-            db.execute_unprepared(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
-                .await
-                .map_err(convert::db_err)?;
+            let create = format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"");
+            // Two instances creating the schema at once can collide in the catalog even with
+            // IF NOT EXISTS; the second attempt then finds the schema.
+            if db.execute_unprepared(&create).await.is_err() {
+                db.execute_unprepared(&create)
+                    .await
+                    .map_err(convert::db_err)?;
+            }
         }
         Ok(Self { db })
     }
 
-    /// Applies pending migrations; safe to run at every start and from several instances
-    /// (already applied migrations are skipped).
+    /// Applies pending migrations. Several instances starting at once may all call this:
+    /// the migrations run in one transaction behind a lock (an advisory lock on Postgres, the
+    /// write lock on SQLite), so one applies them and the others then find nothing to do.
     pub async fn migrate(&self) -> Result<()> {
-        migration::Migrator::up(&self.db, None)
-            .await
-            .map_err(|e| Error::Unavailable(format!("database migration failed: {e}")))
+        let failed =
+            |e: sea_orm::DbErr| Error::Unavailable(format!("database migration failed: {e}"));
+        let txn = self.db.begin().await.map_err(failed)?;
+        match self.db.get_database_backend() {
+            DatabaseBackend::Postgres => {
+                txn.execute_unprepared("SELECT pg_advisory_xact_lock(7262340542345)")
+                    .await
+                    .map_err(failed)?;
+            }
+            _ => {
+                // A write as the first statement takes SQLite's write lock before anything is
+                // read, so no stale snapshot can race another migrating process.
+                txn.execute_unprepared(
+                    "CREATE TABLE IF NOT EXISTS voiceplane_migration_lock (id INTEGER PRIMARY KEY)",
+                )
+                .await
+                .map_err(failed)?;
+                txn.execute_unprepared(
+                    "INSERT OR REPLACE INTO voiceplane_migration_lock (id) VALUES (1)",
+                )
+                .await
+                .map_err(failed)?;
+            }
+        }
+        migration::Migrator::up(&txn, None).await.map_err(failed)?;
+        txn.commit().await.map_err(failed)
     }
 
     /// The underlying connection, for callers that need raw access (tests, tooling).

@@ -13,7 +13,7 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(M0001Initial)]
+        vec![Box::new(M0001Initial), Box::new(M0002ApiKeyRevokedAt)]
     }
 }
 
@@ -369,5 +369,27 @@ impl MigrationTrait for M0001Initial {
             )
             .await?;
         Ok(())
+    }
+}
+
+/// When a key was revoked: set once, by the one request that revoked it.
+struct M0002ApiKeyRevokedAt;
+
+impl MigrationName for M0002ApiKeyRevokedAt {
+    fn name(&self) -> &str {
+        "m0002_api_key_revoked_at"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M0002ApiKeyRevokedAt {
+    async fn up(&self, m: &SchemaManager) -> Result<(), DbErr> {
+        m.alter_table(
+            Table::alter()
+                .table("api_keys")
+                .add_column(big_integer_null("revoked_at"))
+                .take(),
+        )
+        .await
     }
 }

@@ -6,6 +6,25 @@
 //! [`db_tests!`] turns each `async fn name(ctx: &TestContext)` into two tests, `name::sqlite`
 //! and `name::postgres`. Without `VOICEPLANE_TEST_POSTGRES_URL` the Postgres half prints that it
 //! was skipped and passes, unless `VOICEPLANE_TEST_REQUIRE_POSTGRES=1` (set by CI) makes it fail.
+//!
+//! A test file of the suite (`tests/*.rs`) looks like this:
+//!
+//! ```no_run
+//! use voiceplane_suite::{TestContext, TestServer, db_tests};
+//!
+//! async fn health_answers(ctx: &TestContext) {
+//!     let org = ctx.bootstrap("Acme").await;
+//!     let actor = ctx.actor(&org.organization_id, &org.api_key).await;
+//!     assert_eq!(actor.organization_id, org.organization_id);
+//!
+//!     let server = TestServer::start(ctx).await;
+//!     // … requests to server.url("/healthz") …
+//!     server.stop().await;
+//! }
+//!
+//! db_tests!(health_answers); // `health_answers::sqlite` and `health_answers::postgres`
+//! # fn main() {}
+//! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +41,8 @@ use voiceplane_storage::{DatabaseOptions, SeaRepository};
 pub const POSTGRES_URL_VAR: &str = "VOICEPLANE_TEST_POSTGRES_URL";
 /// When `1`, a missing Postgres URL fails the Postgres tests instead of skipping them.
 pub const REQUIRE_POSTGRES_VAR: &str = "VOICEPLANE_TEST_REQUIRE_POSTGRES";
+/// The `secrets.master_key` of test services.
+pub const MASTER_KEY: [u8; 32] = [42; 32];
 /// The HS256 secret test services accept bearer tokens for.
 pub const JWT_SECRET: &str = "voiceplane-test-jwt-secret";
 
@@ -126,7 +147,8 @@ impl TestContext {
         .expect("test JWT settings are valid");
         let service = Service::new(Arc::new(repo.clone()))
             .with_clock(clock.clone())
-            .with_jwt(jwt);
+            .with_jwt(jwt)
+            .with_cipher(voiceplane_core::crypto::CredentialCipher::new(&MASTER_KEY));
         Self {
             backend,
             repo,
@@ -288,6 +310,13 @@ macro_rules! db_tests {
     )*};
 }
 
+/// A reqwest client for talking to test servers. reqwest shares the workspace's rustls build,
+/// which carries no default crypto provider: this installs ring's first, as the server does.
+pub fn http_client() -> reqwest::Client {
+    voiceplane_clients::install_crypto_provider();
+    reqwest::Client::new()
+}
+
 /// The HTTP API of a [`TestContext`]'s service, served on `127.0.0.1:0`.
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`
@@ -334,6 +363,32 @@ impl TestServer {
             task.await
                 .expect("server task")
                 .expect("server returns cleanly");
+        }
+    }
+}
+
+impl TestServer {
+    /// Starts serving a copy of `ctx.service` changed by `configure`, e.g. with voice
+    /// providers: `TestServer::start_configured(ctx, |s| s.with_voice_providers(p))`. The copy
+    /// shares `ctx`'s database, clock and JWT settings, so keys made through `ctx` work.
+    pub async fn start_configured(
+        ctx: &TestContext,
+        configure: impl FnOnce(Service) -> Service,
+    ) -> Self {
+        let service = Arc::new(configure(Service::clone(&ctx.service)));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("bound address");
+        let api = voiceplane_http::Api::new(service);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base: format!("http://{addr}"),
+            shutdown: Some(tx),
+            task: Some(task),
         }
     }
 }

@@ -2,80 +2,106 @@
 
 use super::*;
 
+/// Validated agent settings shared by create and update.
+struct AgentFields {
+    agent_name: String,
+    language: String,
+    stt_provider: String,
+    tts_voice: String,
+    llm_provider: String,
+    llm_model: String,
+    llm_temperature: f64,
+    voicemail_response_delay: f64,
+}
+
+fn language(value: &str) -> Result<String> {
+    let language = validate::text("language", value, 20)?.to_uppercase();
+    if language
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+    {
+        Ok(language)
+    } else {
+        Err(Error::invalid(
+            "language must be a language code such as EN or EN-US",
+        ))
+    }
+}
+
+impl AgentFields {
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        agent_name: &str,
+        language_code: &str,
+        stt_provider: &str,
+        tts_voice: &str,
+        llm_provider: &str,
+        llm_model: &str,
+        llm_temperature: f64,
+        voicemail_response_delay: f64,
+    ) -> Result<Self> {
+        Ok(Self {
+            agent_name: validate::text("agent_name", agent_name, 200)?,
+            language: language(language_code)?,
+            stt_provider: validate::text("stt_provider", stt_provider, 100)?,
+            tts_voice: validate::text("tts_voice", tts_voice, 200)?,
+            llm_provider: validate::text("llm_provider", llm_provider, 100)?,
+            llm_model: validate::text("llm_model", llm_model, 200)?,
+            llm_temperature: validate::number("llm_temperature", llm_temperature, 0.0, 2.0)?,
+            voicemail_response_delay: validate::number(
+                "voicemail_response_delay",
+                voicemail_response_delay,
+                0.0,
+                600.0,
+            )?,
+        })
+    }
+}
+
 impl Service {
     /// Creates an agent; referenced tools, documents and phone numbers must exist in the
     /// organization, and the phone numbers get assigned to the new agent.
     pub async fn agent_create(&self, actor: &Actor, input: NewAgent) -> Result<Agent> {
         actor.require(Permission::AgentsWrite)?;
-        let agent_name = validate::text("agent_name", &input.agent_name, 200)?;
-        let language = validate::text("language", &input.language, 20)?.to_uppercase();
-        if !language
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
-        {
-            return Err(Error::invalid(
-                "language must be a language code such as EN or EN-US",
-            ));
-        }
-        let stt_provider = validate::text("stt_provider", &input.stt_provider, 100)?;
-        let tts_voice = validate::text("tts_voice", &input.tts_voice, 200)?;
-        let llm_provider = validate::text("llm_provider", &input.llm_provider, 100)?;
-        let llm_model = validate::text("llm_model", &input.llm_model, 200)?;
-        let llm_temperature = validate::number(
-            "llm_temperature",
+        let f = AgentFields::check(
+            &input.agent_name,
+            &input.language,
+            &input.stt_provider,
+            &input.tts_voice,
+            &input.llm_provider,
+            &input.llm_model,
             input.llm_temperature.unwrap_or(0.7),
-            0.0,
-            2.0,
-        )?;
-        let voicemail_response_delay = validate::number(
-            "voicemail_response_delay",
             input.voicemail_response_delay.unwrap_or(0.0),
-            0.0,
-            600.0,
         )?;
-        let org = &actor.organization_id;
-        let custom_tools = self
-            .check_references(IdKind::Tool, "custom_tools", &input.custom_tools, |ids| {
-                self.repo.tool_ids_existing(org, ids)
-            })
-            .await?;
-        let kb_document_ids = self
-            .check_references(
-                IdKind::Document,
-                "kb_document_ids",
-                &input.kb_document_ids,
-                |ids| self.repo.document_ids_existing(org, ids),
-            )
-            .await?;
-        let assigned_phone_number_ids = self
-            .check_references(
-                IdKind::PhoneNumber,
-                "assigned_phone_number_ids",
-                &input.assigned_phone_number_ids,
-                |ids| self.repo.phone_number_ids_existing(org, ids),
-            )
-            .await?;
         let now = self.now();
         let agent = Agent {
             agent_id: self.id(IdKind::Agent),
-            client_id: org.clone(),
-            agent_name,
-            language,
-            stt_provider,
+            client_id: actor.organization_id.clone(),
+            agent_name: f.agent_name,
+            language: f.language,
+            stt_provider: f.stt_provider,
             tts_provider: input.tts_provider,
-            tts_voice,
-            llm_provider,
-            llm_model,
+            tts_voice: f.tts_voice,
+            llm_provider: f.llm_provider,
+            llm_model: f.llm_model,
             system_prompt: input.system_prompt,
             speak_first: input.speak_first,
             end_call_tool: input.end_call_tool,
-            llm_temperature,
+            llm_temperature: f.llm_temperature,
             recording_enabled: input.recording_enabled,
             voicemail_detection: input.voicemail_detection,
-            voicemail_response_delay,
-            custom_tools,
-            kb_document_ids,
-            assigned_phone_number_ids,
+            voicemail_response_delay: f.voicemail_response_delay,
+            custom_tools: Self::check_ids(IdKind::Tool, "custom_tools", &input.custom_tools)?,
+            kb_document_ids: Self::check_ids(
+                IdKind::Document,
+                "kb_document_ids",
+                &input.kb_document_ids,
+            )?,
+            assigned_phone_number_ids: Self::check_ids(
+                IdKind::PhoneNumber,
+                "assigned_phone_number_ids",
+                &input.assigned_phone_number_ids,
+            )?,
             created_at: now,
             updated_at: now,
         };
@@ -89,6 +115,90 @@ impl Service {
         let id = IdKind::Agent.parse(agent_id)?;
         self.repo
             .agent_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
+    }
+
+    /// The organization's agents, newest first.
+    pub async fn agent_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Agent>> {
+        actor.require(Permission::AgentsRead)?;
+        let query = PageQuery::from_params(params, IdKind::Agent)?;
+        let rows = self.repo.agent_list(&actor.organization_id, &query).await?;
+        Ok(Page::from_rows(rows, &query, |a| {
+            cursor_of(a.created_at, &a.agent_id)
+        }))
+    }
+
+    /// Changes the given fields of an agent. The id lists, when given, replace the current
+    /// ones; numbers left out of `assigned_phone_number_ids` are unassigned.
+    pub async fn agent_update(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        input: AgentUpdate,
+    ) -> Result<Agent> {
+        actor.require(Permission::AgentsWrite)?;
+        let mut agent = self.agent_view(actor, agent_id).await?;
+        let f = AgentFields::check(
+            input.agent_name.as_deref().unwrap_or(&agent.agent_name),
+            input.language.as_deref().unwrap_or(&agent.language),
+            input.stt_provider.as_deref().unwrap_or(&agent.stt_provider),
+            input.tts_voice.as_deref().unwrap_or(&agent.tts_voice),
+            input.llm_provider.as_deref().unwrap_or(&agent.llm_provider),
+            input.llm_model.as_deref().unwrap_or(&agent.llm_model),
+            input.llm_temperature.unwrap_or(agent.llm_temperature),
+            input
+                .voicemail_response_delay
+                .unwrap_or(agent.voicemail_response_delay),
+        )?;
+        agent.agent_name = f.agent_name;
+        agent.language = f.language;
+        agent.stt_provider = f.stt_provider;
+        agent.tts_voice = f.tts_voice;
+        agent.llm_provider = f.llm_provider;
+        agent.llm_model = f.llm_model;
+        agent.llm_temperature = f.llm_temperature;
+        agent.voicemail_response_delay = f.voicemail_response_delay;
+        if let Some(p) = input.tts_provider {
+            agent.tts_provider = p;
+        }
+        if let Some(p) = input.system_prompt {
+            agent.system_prompt = p;
+        }
+        if let Some(v) = input.speak_first {
+            agent.speak_first = v;
+        }
+        if let Some(v) = input.end_call_tool {
+            agent.end_call_tool = v;
+        }
+        if let Some(v) = input.recording_enabled {
+            agent.recording_enabled = v;
+        }
+        if let Some(v) = input.voicemail_detection {
+            agent.voicemail_detection = v;
+        }
+        if let Some(ids) = &input.custom_tools {
+            agent.custom_tools = Self::check_ids(IdKind::Tool, "custom_tools", ids)?;
+        }
+        if let Some(ids) = &input.kb_document_ids {
+            agent.kb_document_ids = Self::check_ids(IdKind::Document, "kb_document_ids", ids)?;
+        }
+        if let Some(ids) = &input.assigned_phone_number_ids {
+            agent.assigned_phone_number_ids =
+                Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids)?;
+        }
+        agent.updated_at = self.now().max(agent.updated_at);
+        self.repo.agent_update(&agent).await?;
+        // Read back: the assigned numbers are kept in creation order by the repository.
+        self.agent_view(actor, &agent.agent_id).await
+    }
+
+    /// Deletes an agent; its phone numbers become unassigned. Past calls keep its id and name.
+    pub async fn agent_delete(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {
+        actor.require(Permission::AgentsWrite)?;
+        let id = IdKind::Agent.parse(agent_id)?;
+        self.repo
+            .agent_delete(&actor.organization_id, &id, self.now())
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }

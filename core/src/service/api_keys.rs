@@ -52,4 +52,39 @@ impl Service {
         }
         Ok(page)
     }
+
+    /// Revokes a key of the organization (admins and agent managers, never a key whose role is
+    /// above the caller's). The key stops authenticating at once and stays listed as
+    /// `revoked`. Revoking a revoked key changes nothing and says so.
+    pub async fn api_key_revoke(&self, actor: &Actor, key_id: &str) -> Result<Outcome<ApiKey>> {
+        const FORBIDDEN: &str = "only admins and agent managers can revoke API keys";
+        const NOT_FOUND: &str = "key not found or not in this organization";
+        if !actor.role.allows(Permission::ApiKeysRevoke) {
+            return Err(Error::forbidden(FORBIDDEN));
+        }
+        let key_id = IdKind::ApiKey.parse(key_id)?;
+        let org = &actor.organization_id;
+        let key = self
+            .repo
+            .api_key_get(org, &key_id)
+            .await?
+            .ok_or_else(|| Error::not_found(NOT_FOUND))?;
+        if key.role > actor.role {
+            return Err(Error::forbidden(FORBIDDEN));
+        }
+        let revoked_now = self.repo.api_key_revoke(org, &key_id, self.now()).await?;
+        let key = self
+            .repo
+            .api_key_get(org, &key_id)
+            .await?
+            .ok_or_else(|| Error::not_found(NOT_FOUND))?;
+        Ok(Outcome {
+            data: key,
+            message: if revoked_now {
+                "API key revoked".to_owned()
+            } else {
+                "API key was already revoked".to_owned()
+            },
+        })
+    }
 }

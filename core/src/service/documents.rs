@@ -45,4 +45,48 @@ impl Service {
             .await?
             .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))
     }
+
+    /// The organization's documents, newest first.
+    pub async fn document_list(
+        &self,
+        actor: &Actor,
+        params: &PageParams,
+    ) -> Result<Page<Document>> {
+        actor.require(Permission::KbRead)?;
+        let query = PageQuery::from_params(params, IdKind::Document)?;
+        let rows = self
+            .repo
+            .document_list(&actor.organization_id, &query)
+            .await?;
+        Ok(Page::from_rows(rows, &query, |d| {
+            cursor_of(d.created_at, &d.documentation_id)
+        }))
+    }
+
+    /// Renames a document.
+    pub async fn document_update(
+        &self,
+        actor: &Actor,
+        documentation_id: &str,
+        input: DocumentUpdate,
+    ) -> Result<Document> {
+        actor.require(Permission::KbWrite)?;
+        let mut doc = self.document_view(actor, documentation_id).await?;
+        if let Some(name) = &input.name {
+            doc.name = validate::text("name", name, 200)?;
+        }
+        doc.updated_at = self.now().max(doc.updated_at);
+        self.repo.document_update(&doc).await?;
+        Ok(doc)
+    }
+
+    /// Deletes a document; agents that used it no longer list it.
+    pub async fn document_delete(&self, actor: &Actor, documentation_id: &str) -> Result<Document> {
+        actor.require(Permission::KbWrite)?;
+        let id = IdKind::Document.parse(documentation_id)?;
+        self.repo
+            .document_delete(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))
+    }
 }

@@ -40,4 +40,137 @@ impl Service {
         actor.require(Permission::MembersRead)?;
         self.repo.member_list(&actor.organization_id).await
     }
+
+    /// Withdraws a pending invitation (admins only).
+    pub async fn invitation_revoke(
+        &self,
+        actor: &Actor,
+        invite_id: &str,
+    ) -> Result<Outcome<Invitation>> {
+        actor.require(Permission::InvitationsManage)?;
+        let id = IdKind::Invitation.parse(invite_id)?;
+        let org = actor.organization_id.as_str();
+        let not_found = || Error::not_found(format!("invitation {id} not found"));
+        let invitation = self
+            .repo
+            .invitation_get(Some(org), &id)
+            .await?
+            .ok_or_else(not_found)?;
+        if invitation.status != InvitationStatus::Pending
+            || !self.repo.invitation_revoke(org, &id).await?
+        {
+            return Err(Error::conflict(format!(
+                "invitation {id} is no longer pending; only pending invitations can be revoked"
+            )));
+        }
+        let invitation = self
+            .repo
+            .invitation_get(Some(org), &id)
+            .await?
+            .ok_or_else(not_found)?;
+        Ok(Outcome {
+            data: invitation,
+            message: "invitation revoked".to_owned(),
+        })
+    }
+
+    /// Accepts an invitation with the invitee's JWT, whose `email` claim must equal the
+    /// invitation's address. Creates the user (from `sub`, `email`, `name`) if new and the
+    /// membership; the invitation leaves the pending list. Expired or used invitations: 409.
+    pub async fn invitation_accept(
+        &self,
+        bearer: Option<&str>,
+        invite_id: &str,
+    ) -> Result<Outcome<Member>> {
+        let token = bearer
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                Error::unauthenticated(
+                    "accepting an invitation needs the invitee's Authorization: Bearer token",
+                )
+            })?;
+        let claims = self.verify_user_token(token)?;
+        let id = IdKind::Invitation.parse(invite_id)?;
+        let invitation = self
+            .repo
+            .invitation_get(None, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("invitation {id} not found")))?;
+        let email = claims
+            .email
+            .as_deref()
+            .map(|e| validate::email("email claim", e))
+            .transpose()?
+            .ok_or_else(|| {
+                Error::forbidden("the bearer token has no `email` claim to match the invitation")
+            })?;
+        if email != invitation.email {
+            return Err(Error::forbidden(
+                "this invitation was sent to another e-mail address",
+            ));
+        }
+        let now = self.now();
+        if invitation.status != InvitationStatus::Pending {
+            return Err(Error::conflict(format!(
+                "invitation {id} is no longer pending"
+            )));
+        }
+        if invitation.expires_at <= now {
+            return Err(Error::conflict(format!(
+                "invitation {id} has expired; ask for a new one"
+            )));
+        }
+        let records = AcceptRecords {
+            user: User {
+                user_id: claims.sub.clone(),
+                email,
+                name: claims
+                    .name
+                    .as_deref()
+                    .map(|n| validate::text("name claim", n, 200))
+                    .transpose()?,
+                created_at: now,
+                last_login: Some(now),
+            },
+            membership: Membership {
+                membership_id: self.id(IdKind::Membership),
+                organization_id: invitation.client_id.clone(),
+                user_id: claims.sub,
+                role: invitation.role,
+                status: MemberStatus::Active,
+                created_at: now,
+            },
+            invitation,
+        };
+        let member = self.repo.invitation_accept(&records, now).await?;
+        Ok(Outcome {
+            data: member,
+            message: "invitation accepted".to_owned(),
+        })
+    }
+
+    /// Changes a member's role (admins only); the last admin cannot be demoted.
+    pub async fn member_update(
+        &self,
+        actor: &Actor,
+        membership_id: &str,
+        input: MemberUpdate,
+    ) -> Result<Member> {
+        actor.require(Permission::MembersManage)?;
+        let id = IdKind::Membership.parse(membership_id)?;
+        self.repo
+            .member_set_role(&actor.organization_id, &id, input.role)
+            .await
+    }
+
+    /// Removes a member (admins only) and revokes the API keys they created here; the last
+    /// admin cannot be removed.
+    pub async fn member_remove(&self, actor: &Actor, membership_id: &str) -> Result<Member> {
+        actor.require(Permission::MembersManage)?;
+        let id = IdKind::Membership.parse(membership_id)?;
+        self.repo
+            .member_remove(&actor.organization_id, &id, self.now())
+            .await
+    }
 }

@@ -2,20 +2,21 @@
 //! takes the authenticated [`Actor`], checks its permission, validates input, and talks to the
 //! repository. Nothing here knows about HTTP.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::auth::{
-    Actor, ApiKeySecret, Credentials, JwtVerifier, Principal, hash_secret, is_well_formed_secret,
+    Actor, ApiKeySecret, Credentials, JwtVerifier, Principal, UserClaims, hash_secret,
+    is_well_formed_secret,
 };
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
 use crate::model::*;
 use crate::page::{Cursor, Page, PageParams, PageQuery};
-use crate::repo::{BootstrapRecords, Repository};
+use crate::repo::{AcceptRecords, BootstrapRecords, IntegrationDeletion, Repository};
 use crate::role::{Permission, Role};
-use crate::telephony::TelephonyValidator;
+use crate::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyProvider, TelephonyValidator};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::validate;
 
@@ -23,9 +24,11 @@ mod agents;
 mod api_keys;
 mod calls;
 mod documents;
+mod integrations;
 mod members;
 mod phone_numbers;
 mod tools;
+mod voices;
 
 /// `last_used_at` is written at most once per this many seconds per key.
 const TOUCH_INTERVAL_SECS: i64 = 60;
@@ -66,6 +69,7 @@ pub struct Service {
     telephony: Option<Arc<dyn TelephonyValidator>>,
     cipher: Option<Arc<CredentialCipher>>,
     // Voice providers (issue 5) go below this line.
+    voices: crate::voice::VoiceProviders,
 }
 
 impl std::fmt::Debug for Service {
@@ -93,6 +97,7 @@ impl Service {
             jwt: None,
             telephony: None,
             cipher: None,
+            voices: crate::voice::VoiceProviders::default(),
         }
     }
 
@@ -124,6 +129,13 @@ impl Service {
     /// cannot be created (503).
     pub fn with_cipher(mut self, cipher: CredentialCipher) -> Self {
         self.cipher = Some(Arc::new(cipher));
+        self
+    }
+
+    /// Searches voices and uses provider_two's shared library through `providers`; a
+    /// provider left `None` answers 503 "… is not configured".
+    pub fn with_voice_providers(mut self, providers: crate::voice::VoiceProviders) -> Self {
+        self.voices = providers;
         self
     }
 
@@ -222,7 +234,8 @@ impl Service {
         })
     }
 
-    async fn authenticate_bearer(&self, token: &str, org: &str) -> Result<Actor> {
+    /// Verifies a bearer token and its `sub`; 401 when no JWT key is configured.
+    fn verify_user_token(&self, token: &str) -> Result<UserClaims> {
         let jwt = self.jwt.as_ref().ok_or_else(|| {
             Error::unauthenticated(
                 "bearer tokens are not accepted: this server has no JWT key configured",
@@ -234,6 +247,11 @@ impl Service {
                 "bearer token `sub` is not a user id (`user_…`)",
             ));
         }
+        Ok(claims)
+    }
+
+    async fn authenticate_bearer(&self, token: &str, org: &str) -> Result<Actor> {
+        let claims = self.verify_user_token(token)?;
         let membership = self
             .repo
             .membership_find(org, &claims.sub)
@@ -315,22 +333,9 @@ impl Service {
         })
     }
 
-    /// Validates a list of ids of `kind` named `field` in a body: well-formed, no duplicates,
-    /// and every one existing in the organization (else a 400 naming the missing ones).
-    pub(crate) async fn check_references<'a, F, Fut>(
-        &self,
-        kind: IdKind,
-        field: &str,
-        ids: &'a [String],
-        existing: F,
-    ) -> Result<Vec<String>>
-    where
-        F: FnOnce(&'a [String]) -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<String>>>,
-    {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Checks a list of ids of `kind` named `field` in a body: well-formed, at most 100, no
+    /// duplicates. Whether they exist is checked by the repository inside its transaction.
+    pub(crate) fn check_ids(kind: IdKind, field: &str, ids: &[String]) -> Result<Vec<String>> {
         if ids.len() > 100 {
             return Err(Error::invalid(format!("{field} may list at most 100 ids")));
         }
@@ -347,20 +352,7 @@ impl Service {
                 return Err(Error::invalid(format!("{field}: `{id}` is listed twice")));
             }
         }
-        let found: BTreeSet<String> = existing(ids).await?.into_iter().collect();
-        let missing: Vec<&str> = ids
-            .iter()
-            .filter(|id| !found.contains(*id))
-            .map(String::as_str)
-            .collect();
-        if missing.is_empty() {
-            Ok(ids.to_vec())
-        } else {
-            Err(Error::invalid(format!(
-                "{field}: {} not found in this organization",
-                missing.join(", ")
-            )))
-        }
+        Ok(ids.to_vec())
     }
 
     pub(crate) async fn referenced_agent(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {

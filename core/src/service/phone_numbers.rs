@@ -2,7 +2,61 @@
 
 use super::*;
 
+fn agent_ref(id: &str) -> Result<String> {
+    if IdKind::Agent.matches(id) {
+        Ok(id.to_owned())
+    } else {
+        Err(Error::invalid(format!(
+            "assigned_agent_id `{}` is not a valid agent id",
+            crate::ids::truncate(id, 80)
+        )))
+    }
+}
+
+/// The provider a number gets: the integration's when there is one (a different explicit
+/// provider is a 400), else the explicit one, which is then required.
+fn provider_for(explicit: Option<&str>, integration: Option<&Integration>) -> Result<String> {
+    match (explicit, integration) {
+        (Some(p), Some(i)) if p.trim() != i.provider => Err(Error::invalid(format!(
+            "provider `{}` does not match the integration's provider `{}`",
+            crate::ids::truncate(p, 40),
+            i.provider
+        ))),
+        (_, Some(i)) => Ok(i.provider.clone()),
+        (Some(p), None) => validate::text("provider", p, 50),
+        (None, None) => Err(Error::invalid(
+            "provider is required when no integration_id is given",
+        )),
+    }
+}
+
+fn status_for(assigned_agent_id: &Option<String>) -> PhoneNumberStatus {
+    if assigned_agent_id.is_some() {
+        PhoneNumberStatus::Assigned
+    } else {
+        PhoneNumberStatus::Unassigned
+    }
+}
+
 impl Service {
+    /// The integration a body names, which must exist in the organization (else 400).
+    async fn integration_ref(&self, actor: &Actor, id: &str) -> Result<Integration> {
+        if !IdKind::Integration.matches(id) {
+            return Err(Error::invalid(format!(
+                "integration_id `{}` is not a valid integration id",
+                crate::ids::truncate(id, 80)
+            )));
+        }
+        self.repo
+            .integration_get(&actor.organization_id, id)
+            .await?
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "integration_id: integration {id} not found in this organization"
+                ))
+            })
+    }
+
     /// Adds a phone number, optionally owned by an integration and assigned to an agent.
     pub async fn phone_number_create(
         &self,
@@ -11,54 +65,23 @@ impl Service {
     ) -> Result<PhoneNumber> {
         actor.require(Permission::PhoneNumbersWrite)?;
         let phone_number = validate::e164("phone_number", &input.phone_number)?;
-        let org = &actor.organization_id;
         let integration = match input.integration_id.as_deref() {
-            Some(id) => {
-                if !IdKind::Integration.matches(id) {
-                    return Err(Error::invalid(format!(
-                        "integration_id `{}` is not a valid integration id",
-                        crate::ids::truncate(id, 80)
-                    )));
-                }
-                Some(self.repo.integration_get(org, id).await?.ok_or_else(|| {
-                    Error::invalid(format!(
-                        "integration_id: integration {id} not found in this organization"
-                    ))
-                })?)
-            }
+            Some(id) => Some(self.integration_ref(actor, id).await?),
             None => None,
         };
-        let provider = match (input.provider.as_deref(), &integration) {
-            (Some(p), Some(i)) if p.trim() != i.provider => {
-                return Err(Error::invalid(format!(
-                    "provider `{}` does not match the integration's provider `{}`",
-                    crate::ids::truncate(p, 40),
-                    i.provider
-                )));
-            }
-            (_, Some(i)) => i.provider.clone(),
-            (Some(p), None) => validate::text("provider", p, 50)?,
-            (None, None) => {
-                return Err(Error::invalid(
-                    "provider is required when no integration_id is given",
-                ));
-            }
-        };
-        let assigned_agent_id = match input.assigned_agent_id.as_deref() {
-            Some(id) => Some(self.referenced_agent(actor, id).await?.agent_id),
-            None => None,
-        };
+        let provider = provider_for(input.provider.as_deref(), integration.as_ref())?;
+        let assigned_agent_id = input
+            .assigned_agent_id
+            .as_deref()
+            .map(agent_ref)
+            .transpose()?;
         let now = self.now();
         let number = PhoneNumber {
             phone_number_id: self.id(IdKind::PhoneNumber),
             phone_number,
-            client_id: org.clone(),
+            client_id: actor.organization_id.clone(),
             provider,
-            status: if assigned_agent_id.is_some() {
-                PhoneNumberStatus::Assigned
-            } else {
-                PhoneNumberStatus::Unassigned
-            },
+            status: status_for(&assigned_agent_id),
             supports_inbound: input.supports_inbound.unwrap_or(true),
             supports_outbound: input.supports_outbound.unwrap_or(true),
             assigned_agent_id,
@@ -80,6 +103,81 @@ impl Service {
         let id = IdKind::PhoneNumber.parse(phone_number_id)?;
         self.repo
             .phone_number_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
+    }
+
+    /// The organization's phone numbers, newest first.
+    pub async fn phone_number_list(
+        &self,
+        actor: &Actor,
+        params: &PageParams,
+    ) -> Result<Page<PhoneNumber>> {
+        actor.require(Permission::PhoneNumbersRead)?;
+        let query = PageQuery::from_params(params, IdKind::PhoneNumber)?;
+        let rows = self
+            .repo
+            .phone_number_list(&actor.organization_id, &query)
+            .await?;
+        Ok(Page::from_rows(rows, &query, |n| {
+            cursor_of(n.created_at, &n.phone_number_id)
+        }))
+    }
+
+    /// Assigns or unassigns the agent, attaches or detaches the integration, or changes the
+    /// capabilities of a number.
+    pub async fn phone_number_update(
+        &self,
+        actor: &Actor,
+        phone_number_id: &str,
+        input: PhoneNumberUpdate,
+    ) -> Result<PhoneNumber> {
+        actor.require(Permission::PhoneNumbersWrite)?;
+        let mut number = self.phone_number_view(actor, phone_number_id).await?;
+        if let Some(agent) = &input.assigned_agent_id {
+            number.assigned_agent_id = agent.as_deref().map(agent_ref).transpose()?;
+            number.status = status_for(&number.assigned_agent_id);
+        }
+        if input.integration_id.is_some() || input.provider.is_some() {
+            let integration = match &input.integration_id {
+                Some(Some(id)) => Some(self.integration_ref(actor, id).await?),
+                Some(None) => None,
+                None => match &number.integration_id {
+                    Some(id) => {
+                        self.repo
+                            .integration_get(&actor.organization_id, id)
+                            .await?
+                    }
+                    None => None,
+                },
+            };
+            // Without an integration the number keeps its provider unless a new one is given.
+            let fallback = integration.is_none().then_some(number.provider.as_str());
+            number.provider =
+                provider_for(input.provider.as_deref().or(fallback), integration.as_ref())?;
+            number.integration_id = integration.map(|i| i.integration_id);
+        }
+        if let Some(v) = input.supports_inbound {
+            number.supports_inbound = v;
+        }
+        if let Some(v) = input.supports_outbound {
+            number.supports_outbound = v;
+        }
+        number.updated_at = self.now().max(number.updated_at);
+        self.repo.phone_number_update(&number).await?;
+        Ok(number)
+    }
+
+    /// Deletes a phone number.
+    pub async fn phone_number_delete(
+        &self,
+        actor: &Actor,
+        phone_number_id: &str,
+    ) -> Result<PhoneNumber> {
+        actor.require(Permission::PhoneNumbersWrite)?;
+        let id = IdKind::PhoneNumber.parse(phone_number_id)?;
+        self.repo
+            .phone_number_delete(&actor.organization_id, &id)
             .await?
             .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
     }

@@ -2,82 +2,112 @@
 
 use super::*;
 
+fn tool_name(value: &str) -> Result<String> {
+    let name = validate::text("tool_name", value, 64)?;
+    if name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(name)
+    } else {
+        Err(Error::invalid(
+            "tool_name may only contain letters, digits, `_` and `-`",
+        ))
+    }
+}
+
+fn http_method(value: &str) -> Result<String> {
+    let method = value.trim().to_ascii_uppercase();
+    if matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
+        Ok(method)
+    } else {
+        Err(Error::invalid(
+            "http_method must be one of GET, POST, PUT, PATCH, DELETE",
+        ))
+    }
+}
+
+fn url(value: &str) -> Result<String> {
+    let url = validate::text("url", value, 2048)?;
+    let host = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .unwrap_or("");
+    if host.is_empty() || host.starts_with('/') || url.chars().any(char::is_whitespace) {
+        return Err(Error::invalid(
+            "url must be an absolute http:// or https:// URL",
+        ));
+    }
+    Ok(url)
+}
+
+fn headers(headers: &BTreeMap<String, String>) -> Result<()> {
+    for (name, value) in headers {
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if !valid_name || value.contains(['\r', '\n']) {
+            return Err(Error::invalid(format!(
+                "headers: `{}` is not a valid header",
+                crate::ids::truncate(name, 60)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn parameters(value: serde_json::Value) -> Result<serde_json::Value> {
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(Error::invalid("parameters must be a JSON Schema object"))
+    }
+}
+
+fn timeout(value: i32) -> Result<i32> {
+    if (1..=120).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::invalid("timeout_seconds must be between 1 and 120"))
+    }
+}
+
 impl Service {
     /// Creates an HTTP tool.
     pub async fn tool_create(&self, actor: &Actor, input: NewTool) -> Result<Tool> {
         actor.require(Permission::ToolsWrite)?;
-        let tool_name = validate::text("tool_name", &input.tool_name, 64)?;
-        if !tool_name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(Error::invalid(
-                "tool_name may only contain letters, digits, `_` and `-`",
-            ));
-        }
-        let tool_description = validate::text("tool_description", &input.tool_description, 1000)?;
-        let http_method = input
-            .http_method
-            .as_deref()
-            .unwrap_or("POST")
-            .trim()
-            .to_ascii_uppercase();
-        if !matches!(
-            http_method.as_str(),
-            "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
-        ) {
-            return Err(Error::invalid(
-                "http_method must be one of GET, POST, PUT, PATCH, DELETE",
-            ));
-        }
-        let url = validate::text("url", &input.url, 2048)?;
-        let host = url
-            .strip_prefix("https://")
-            .or_else(|| url.strip_prefix("http://"))
-            .unwrap_or("");
-        if host.is_empty() || host.starts_with('/') || url.chars().any(char::is_whitespace) {
-            return Err(Error::invalid(
-                "url must be an absolute http:// or https:// URL",
-            ));
-        }
-        for (name, value) in &input.headers {
-            let valid_name = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
-            if !valid_name || value.contains(['\r', '\n']) {
-                return Err(Error::invalid(format!(
-                    "headers: `{}` is not a valid header",
-                    crate::ids::truncate(name, 60)
-                )));
-            }
-        }
-        let parameters = input
-            .parameters
-            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
-        if !parameters.is_object() {
-            return Err(Error::invalid("parameters must be a JSON Schema object"));
-        }
-        let timeout_seconds = input.timeout_seconds.unwrap_or(30);
-        if !(1..=120).contains(&timeout_seconds) {
-            return Err(Error::invalid("timeout_seconds must be between 1 and 120"));
-        }
+        headers(&input.headers)?;
         let now = self.now();
         let tool = Tool {
             tool_id: self.id(IdKind::Tool),
             client_id: actor.organization_id.clone(),
-            tool_name,
-            tool_description,
-            http_method,
-            url,
+            tool_name: tool_name(&input.tool_name)?,
+            tool_description: validate::text("tool_description", &input.tool_description, 1000)?,
+            http_method: http_method(input.http_method.as_deref().unwrap_or("POST"))?,
+            url: url(&input.url)?,
             headers: input.headers,
-            parameters,
-            timeout_seconds,
+            parameters: parameters(
+                input
+                    .parameters
+                    .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            )?,
+            timeout_seconds: timeout(input.timeout_seconds.unwrap_or(30))?,
             created_at: now,
             updated_at: now,
         };
         self.repo.tool_insert(&tool).await?;
         Ok(tool)
+    }
+
+    /// One tool of the organization, with URL, headers and parameters.
+    pub async fn tool_view(&self, actor: &Actor, tool_id: &str) -> Result<Tool> {
+        actor.require(Permission::ToolsRead)?;
+        let id = IdKind::Tool.parse(tool_id)?;
+        self.repo
+            .tool_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("tool {id} not found")))
     }
 
     /// The organization's tools as summaries, newest first, with the total count.
@@ -93,5 +123,51 @@ impl Service {
             next_cursor: page.next_cursor,
             total_count: Some(total),
         })
+    }
+
+    /// Changes the given fields of a tool.
+    pub async fn tool_update(
+        &self,
+        actor: &Actor,
+        tool_id: &str,
+        input: ToolUpdate,
+    ) -> Result<Tool> {
+        actor.require(Permission::ToolsWrite)?;
+        let mut tool = self.tool_view(actor, tool_id).await?;
+        if let Some(v) = &input.tool_name {
+            tool.tool_name = tool_name(v)?;
+        }
+        if let Some(v) = &input.tool_description {
+            tool.tool_description = validate::text("tool_description", v, 1000)?;
+        }
+        if let Some(v) = &input.http_method {
+            tool.http_method = http_method(v)?;
+        }
+        if let Some(v) = &input.url {
+            tool.url = url(v)?;
+        }
+        if let Some(v) = input.headers {
+            headers(&v)?;
+            tool.headers = v;
+        }
+        if let Some(v) = input.parameters {
+            tool.parameters = parameters(v)?;
+        }
+        if let Some(v) = input.timeout_seconds {
+            tool.timeout_seconds = timeout(v)?;
+        }
+        tool.updated_at = self.now().max(tool.updated_at);
+        self.repo.tool_update(&tool).await?;
+        Ok(tool)
+    }
+
+    /// Deletes a tool; agents that used it no longer list it.
+    pub async fn tool_delete(&self, actor: &Actor, tool_id: &str) -> Result<Tool> {
+        actor.require(Permission::ToolsWrite)?;
+        let id = IdKind::Tool.parse(tool_id)?;
+        self.repo
+            .tool_delete(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("tool {id} not found")))
     }
 }

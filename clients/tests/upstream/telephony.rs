@@ -1,0 +1,165 @@
+//! The telephony probes: Twilio (Basic auth on the account) and Telnyx (Bearer on the
+//! balance), valid, refused, failing and unreachable.
+
+use std::time::Duration;
+
+use voiceplane_clients::{HttpTelephonyValidator, TelephonySettings};
+use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
+use wiremock::matchers::{any, basic_auth, bearer_token, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::{UPSTREAM_BODY, http, only_request, refused_url};
+
+const SID: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "twilio-token-SECRET";
+const TELNYX_KEY: &str = "KEY-telnyx-SECRET";
+
+fn validator(twilio: &str, telnyx: &str) -> HttpTelephonyValidator {
+    HttpTelephonyValidator::new(
+        http(),
+        TelephonySettings {
+            twilio_base_url: twilio.to_owned(),
+            telnyx_base_url: telnyx.to_owned(),
+        },
+    )
+    .unwrap()
+}
+
+fn twilio() -> TelephonyCredentials {
+    TelephonyCredentials::Twilio {
+        account_sid: SID.into(),
+        auth_token: TOKEN.into(),
+    }
+}
+
+fn telnyx() -> TelephonyCredentials {
+    TelephonyCredentials::Telnyx {
+        api_key: TELNYX_KEY.into(),
+    }
+}
+
+/// An `Invalid` outcome whose reason holds no credential; returns the reason.
+fn invalid(outcome: ProbeOutcome) -> String {
+    let ProbeOutcome::Invalid(reason) = outcome else {
+        panic!("expected Invalid, got {outcome:?}");
+    };
+    for secret in [SID, TOKEN, TELNYX_KEY, UPSTREAM_BODY] {
+        assert!(!reason.contains(secret), "{secret} leaked into {reason:?}");
+    }
+    reason
+}
+
+#[tokio::test]
+async fn twilio_accepts_valid_credentials() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/2010-04-01/Accounts/{SID}.json")))
+        .and(basic_auth(SID, TOKEN))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "sid": SID, "status": "active"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let v = validator(&server.uri(), &refused_url());
+    assert_eq!(v.probe(&twilio()).await, ProbeOutcome::Valid);
+    assert_eq!(only_request(&server).await.url.query(), None);
+}
+
+#[tokio::test]
+async fn twilio_refusing_the_token_is_invalid() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(401).set_body_string(UPSTREAM_BODY))
+        .mount(&server)
+        .await;
+    let reason = invalid(
+        validator(&server.uri(), &refused_url())
+            .probe(&twilio())
+            .await,
+    );
+    assert_eq!(reason, "twilio rejected the credentials (HTTP 401)");
+}
+
+#[tokio::test]
+async fn telnyx_accepts_a_valid_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v2/balance"))
+        .and(bearer_token(TELNYX_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "data": {"balance": "10.00", "currency": "USD"}
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let v = validator(&refused_url(), &server.uri());
+    assert_eq!(v.probe(&telnyx()).await, ProbeOutcome::Valid);
+}
+
+#[tokio::test]
+async fn telnyx_refusing_the_key_or_failing_is_invalid() {
+    for (status, expected) in [
+        (401, "telnyx rejected the credentials (HTTP 401)"),
+        (403, "telnyx rejected the credentials (HTTP 403)"),
+        (500, "telnyx answered the credential check with HTTP 500"),
+        (302, "telnyx answered the credential check with HTTP 302"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .set_body_string(UPSTREAM_BODY)
+                    .insert_header("location", "/elsewhere"),
+            )
+            .mount(&server)
+            .await;
+        let reason = invalid(
+            validator(&refused_url(), &server.uri())
+                .probe(&telnyx())
+                .await,
+        );
+        assert_eq!(reason, expected);
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn unreachable_or_slow_providers_are_invalid() {
+    let v = validator(&refused_url(), &refused_url());
+    assert_eq!(
+        invalid(v.probe(&twilio()).await),
+        "twilio could not be reached"
+    );
+    assert_eq!(
+        invalid(v.probe(&telnyx()).await),
+        "telnyx could not be reached"
+    );
+
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    let v = validator(&server.uri(), &server.uri());
+    assert_eq!(
+        invalid(v.probe(&twilio()).await),
+        "twilio did not answer within 300 ms"
+    );
+}
+
+#[tokio::test]
+async fn bad_base_urls_are_refused_at_build_time() {
+    let err = HttpTelephonyValidator::new(
+        http(),
+        TelephonySettings {
+            twilio_base_url: "api.twilio.com".into(),
+            telnyx_base_url: "https://api.telnyx.com".into(),
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "telephony.twilio.base_url: is not an absolute URL"
+    );
+}

@@ -1,0 +1,192 @@
+//! Telephony integrations: stored, encrypted provider credentials.
+
+use super::*;
+
+fn category(value: &str) -> Result<String> {
+    Ok(validate::text("category", value, 50)?.to_lowercase())
+}
+
+impl Service {
+    fn cipher(&self) -> Result<&CredentialCipher> {
+        self.cipher.as_deref().ok_or_else(|| {
+            Error::Unavailable(
+                "integration credentials cannot be stored or read: secrets.master_key is not configured"
+                    .to_owned(),
+            )
+        })
+    }
+
+    fn seal(&self, credentials: &TelephonyCredentials, integration_id: &str) -> Result<String> {
+        let plain = serde_json::to_vec(credentials)
+            .map_err(|e| Error::Internal(format!("encoding credentials: {e}")))?;
+        self.cipher()?.seal(&plain, integration_id.as_bytes())
+    }
+
+    /// Stores provider credentials, encrypted, under a new integration (status `active` until a
+    /// validation says otherwise). The credentials are never returned.
+    pub async fn integration_create(
+        &self,
+        actor: &Actor,
+        input: NewIntegration,
+    ) -> Result<Integration> {
+        actor.require(Permission::IntegrationsWrite)?;
+        let name = validate::text("name", &input.name, 200)?;
+        let provider = TelephonyProvider::parse(input.provider.trim())?;
+        let category = category(&input.category)?;
+        let credentials = TelephonyCredentials::parse(provider, &input.credentials)?;
+        let now = self.now();
+        let integration = Integration {
+            integration_id: self.id(IdKind::Integration),
+            client_id: actor.organization_id.clone(),
+            name,
+            provider: provider.as_str().to_owned(),
+            category,
+            status: IntegrationStatus::Active,
+            created_at: now,
+            updated_at: now,
+        };
+        let sealed = self.seal(&credentials, &integration.integration_id)?;
+        self.repo.integration_insert(&integration, &sealed).await?;
+        Ok(integration)
+    }
+
+    /// One integration of the organization.
+    pub async fn integration_view(
+        &self,
+        actor: &Actor,
+        integration_id: &str,
+    ) -> Result<Integration> {
+        actor.require(Permission::IntegrationsRead)?;
+        let id = IdKind::Integration.parse(integration_id)?;
+        self.repo
+            .integration_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("integration {id} not found")))
+    }
+
+    /// The organization's integrations, newest first.
+    pub async fn integration_list(
+        &self,
+        actor: &Actor,
+        params: &PageParams,
+    ) -> Result<Page<Integration>> {
+        actor.require(Permission::IntegrationsRead)?;
+        let query = PageQuery::from_params(params, IdKind::Integration)?;
+        let rows = self
+            .repo
+            .integration_list(&actor.organization_id, &query)
+            .await?;
+        Ok(Page::from_rows(rows, &query, |i| {
+            cursor_of(i.created_at, &i.integration_id)
+        }))
+    }
+
+    /// Renames, recategorizes, or replaces the credentials of an integration (same provider).
+    /// New credentials reset the status to `active` until validated.
+    pub async fn integration_update(
+        &self,
+        actor: &Actor,
+        integration_id: &str,
+        input: IntegrationUpdate,
+    ) -> Result<Integration> {
+        actor.require(Permission::IntegrationsWrite)?;
+        let mut integration = self.integration_view(actor, integration_id).await?;
+        if let Some(name) = &input.name {
+            integration.name = validate::text("name", name, 200)?;
+        }
+        if let Some(c) = &input.category {
+            integration.category = category(c)?;
+        }
+        let sealed = match &input.credentials {
+            Some(value) => {
+                let provider = TelephonyProvider::parse(&integration.provider)?;
+                let credentials = TelephonyCredentials::parse(provider, value)?;
+                integration.status = IntegrationStatus::Active;
+                Some(self.seal(&credentials, &integration.integration_id)?)
+            }
+            None => None,
+        };
+        integration.updated_at = self.now().max(integration.updated_at);
+        self.repo
+            .integration_update(&integration, sealed.as_deref())
+            .await?;
+        Ok(integration)
+    }
+
+    /// Makes a test call to the provider with the stored credentials and stores the outcome
+    /// in `status` (`active` or `invalid`).
+    pub async fn integration_validate(
+        &self,
+        actor: &Actor,
+        integration_id: &str,
+    ) -> Result<Outcome<Integration>> {
+        actor.require(Permission::IntegrationsRead)?;
+        let id = IdKind::Integration.parse(integration_id)?;
+        let (mut integration, sealed) = self
+            .repo
+            .integration_get_sealed(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("integration {id} not found")))?;
+        let validator = self.telephony.as_ref().ok_or_else(|| {
+            Error::Unavailable("telephony validation is not configured on this server".to_owned())
+        })?;
+        let plain = self.cipher()?.open(&sealed, id.as_bytes())?;
+        let credentials: TelephonyCredentials = serde_json::from_slice(&plain)
+            .map_err(|_| Error::Internal(format!("stored credentials of {id} are not readable")))?;
+        let outcome = validator.probe(&credentials).await;
+        let message = match &outcome {
+            ProbeOutcome::Valid => {
+                integration.status = IntegrationStatus::Active;
+                format!("{} accepted the credentials", integration.provider)
+            }
+            ProbeOutcome::Invalid(reason) => {
+                tracing::info!(integration_id = %id, %reason, "integration validation failed");
+                integration.status = IntegrationStatus::Invalid;
+                format!(
+                    "{} did not accept the credentials: {reason}",
+                    integration.provider
+                )
+            }
+        };
+        integration.updated_at = self.now().max(integration.updated_at);
+        self.repo.integration_update(&integration, None).await?;
+        Ok(Outcome {
+            data: integration,
+            message,
+        })
+    }
+
+    /// Deletes an integration and its credentials; refused (409) while phone numbers
+    /// reference it.
+    pub async fn integration_delete(
+        &self,
+        actor: &Actor,
+        integration_id: &str,
+    ) -> Result<Outcome<Integration>> {
+        actor.require(Permission::IntegrationsDelete)?;
+        let id = IdKind::Integration.parse(integration_id)?;
+        match self
+            .repo
+            .integration_delete(&actor.organization_id, &id)
+            .await?
+        {
+            IntegrationDeletion::Deleted(integration) => Ok(Outcome {
+                data: integration,
+                message: "integration and its stored credentials deleted".to_owned(),
+            }),
+            IntegrationDeletion::Referenced(numbers) => {
+                let list: Vec<String> = numbers
+                    .iter()
+                    .map(|n| format!("{} ({})", n.phone_number, n.phone_number_id))
+                    .collect();
+                Err(Error::conflict(format!(
+                    "integration is still referenced by phone numbers {}; remove or reassign them first",
+                    list.join(", ")
+                )))
+            }
+            IntegrationDeletion::NotFound => {
+                Err(Error::not_found(format!("integration {id} not found")))
+            }
+        }
+    }
+}

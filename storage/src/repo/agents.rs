@@ -1,0 +1,284 @@
+//! Agents. The numbers assigned to an agent are stored once, on the numbers, and read back
+//! with the agent; tool and document references are id lists on the agent row, kept free of
+//! dangling ids by checking and cleaning them under the organization lock.
+
+use super::*;
+
+/// The id lists an agent row holds.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Refs {
+    /// `custom_tools`
+    Tools,
+    /// `kb_document_ids`
+    Documents,
+}
+
+impl Refs {
+    fn column(self) -> agent::Column {
+        match self {
+            Self::Tools => agent::Column::CustomTools,
+            Self::Documents => agent::Column::KbDocumentIds,
+        }
+    }
+}
+
+/// Removes `id` from the `refs` list of every agent of the organization that holds it. Runs
+/// inside the deleting transaction.
+pub(super) async fn remove_reference<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    refs: Refs,
+    id: &str,
+) -> Result<()> {
+    let column = refs.column();
+    // Ids are `[a-z0-9_]`, so the quoted id cannot hold LIKE wildcards of its own (`_` matches
+    // itself too); the exact check happens on the parsed list below.
+    let holders = agent::Entity::find()
+        .filter(agent::Column::OrganizationId.eq(organization_id))
+        .filter(column.like(format!("%\"{id}\"%")))
+        .all(db)
+        .await
+        .map_err(db_err)?;
+    for holder in holders {
+        let text = match refs {
+            Refs::Tools => &holder.custom_tools,
+            Refs::Documents => &holder.kb_document_ids,
+        };
+        let mut ids: Vec<String> = from_json("agents id list", text)?;
+        let before = ids.len();
+        ids.retain(|x| x != id);
+        if ids.len() != before {
+            agent::Entity::update_many()
+                .col_expr(column, Expr::val(to_json(&ids)?))
+                .filter(agent::Column::AgentId.eq(&holder.agent_id))
+                .exec(db)
+                .await
+                .map_err(db_err)?;
+        }
+    }
+    Ok(())
+}
+
+fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
+    Ok(agent::ActiveModel {
+        agent_id: Set(a.agent_id.clone()),
+        organization_id: Set(a.client_id.clone()),
+        agent_name: Set(a.agent_name.clone()),
+        language: Set(a.language.clone()),
+        stt_provider: Set(a.stt_provider.clone()),
+        tts_provider: Set(enum_str(&a.tts_provider)),
+        tts_voice: Set(a.tts_voice.clone()),
+        llm_provider: Set(a.llm_provider.clone()),
+        llm_model: Set(a.llm_model.clone()),
+        system_prompt: Set(a.system_prompt.clone()),
+        speak_first: Set(a.speak_first),
+        end_call_tool: Set(a.end_call_tool),
+        llm_temperature: Set(a.llm_temperature),
+        recording_enabled: Set(a.recording_enabled),
+        voicemail_detection: Set(a.voicemail_detection),
+        voicemail_response_delay: Set(a.voicemail_response_delay),
+        custom_tools: Set(to_json(&a.custom_tools)?),
+        kb_document_ids: Set(to_json(&a.kb_document_ids)?),
+        created_at: Set(a.created_at.as_micros()),
+        updated_at: Set(a.updated_at.as_micros()),
+    })
+}
+
+/// Checks, inside the writing transaction, that every id the agent references exists in its
+/// organization.
+async fn check_references<C: ConnectionTrait>(db: &C, a: &Agent) -> Result<()> {
+    let org = a.client_id.as_str();
+    require_existing(
+        db,
+        tool::Entity::find().filter(tool::Column::OrganizationId.eq(org)),
+        tool::Column::ToolId,
+        &a.custom_tools,
+        "custom_tools",
+    )
+    .await?;
+    require_existing(
+        db,
+        document::Entity::find().filter(document::Column::OrganizationId.eq(org)),
+        document::Column::DocumentationId,
+        &a.kb_document_ids,
+        "kb_document_ids",
+    )
+    .await?;
+    require_existing(
+        db,
+        phone_number::Entity::find().filter(phone_number::Column::OrganizationId.eq(org)),
+        phone_number::Column::PhoneNumberId,
+        &a.assigned_phone_number_ids,
+        "assigned_phone_number_ids",
+    )
+    .await
+}
+
+/// Points the listed numbers at the agent (taking them from any other agent).
+async fn assign_numbers<C: ConnectionTrait>(db: &C, a: &Agent) -> Result<()> {
+    if a.assigned_phone_number_ids.is_empty() {
+        return Ok(());
+    }
+    phone_number::Entity::update_many()
+        .col_expr(
+            phone_number::Column::AssignedAgentId,
+            Expr::val(a.agent_id.clone()),
+        )
+        .col_expr(
+            phone_number::Column::Status,
+            Expr::val(enum_str(&PhoneNumberStatus::Assigned)),
+        )
+        .col_expr(
+            phone_number::Column::UpdatedAt,
+            Expr::val(a.updated_at.as_micros()),
+        )
+        .filter(phone_number::Column::OrganizationId.eq(&a.client_id))
+        .filter(
+            phone_number::Column::PhoneNumberId.is_in(a.assigned_phone_number_ids.iter().cloned()),
+        )
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Unassigns the agent's numbers except those in `keep`.
+async fn unassign_numbers<C: ConnectionTrait>(
+    db: &C,
+    agent_id: &str,
+    keep: &[String],
+    now: i64,
+) -> Result<()> {
+    let mut update = phone_number::Entity::update_many()
+        .col_expr(
+            phone_number::Column::AssignedAgentId,
+            Expr::val(Option::<String>::None),
+        )
+        .col_expr(
+            phone_number::Column::Status,
+            Expr::val(enum_str(&PhoneNumberStatus::Unassigned)),
+        )
+        .col_expr(phone_number::Column::UpdatedAt, Expr::val(now))
+        .filter(phone_number::Column::AssignedAgentId.eq(agent_id));
+    if !keep.is_empty() {
+        update = update.filter(phone_number::Column::PhoneNumberId.is_not_in(keep.iter().cloned()));
+    }
+    update.exec(db).await.map_err(db_err)?;
+    Ok(())
+}
+
+async fn get<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    agent_id: &str,
+) -> Result<Option<Agent>> {
+    let mut rows = agent::Entity::find_by_id(agent_id.to_owned())
+        .filter(agent::Column::OrganizationId.eq(organization_id))
+        .find_with_related(phone_number::Entity)
+        .all(db)
+        .await
+        .map_err(db_err)?;
+    rows.pop()
+        .map(|(a, numbers)| agent_from(a, numbers))
+        .transpose()
+}
+
+#[async_trait]
+impl AgentRepository for SeaRepository {
+    async fn agent_insert(&self, a: &Agent) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, &a.client_id).await?;
+        check_references(&txn, a).await?;
+        agent::Entity::insert(agent_row(a)?)
+            .exec_without_returning(&txn)
+            .await
+            .map_err(db_err)?;
+        assign_numbers(&txn, a).await?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>> {
+        get(&self.db, organization_id, agent_id).await
+    }
+
+    async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>> {
+        let select =
+            agent::Entity::find().filter(agent::Column::OrganizationId.eq(organization_id));
+        let agents = keyset(
+            select,
+            agent::Column::CreatedAt,
+            agent::Column::AgentId,
+            page,
+        )
+        .all(&self.db)
+        .await
+        .map_err(db_err)?;
+        if agents.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One more indexed query for the whole page's numbers, not one per agent.
+        let numbers = phone_number::Entity::find()
+            .filter(
+                phone_number::Column::AssignedAgentId
+                    .is_in(agents.iter().map(|a| a.agent_id.clone())),
+            )
+            .all(&self.db)
+            .await
+            .map_err(db_err)?;
+        agents
+            .into_iter()
+            .map(|a| {
+                let mine = numbers
+                    .iter()
+                    .filter(|n| n.assigned_agent_id.as_deref() == Some(a.agent_id.as_str()))
+                    .cloned()
+                    .collect();
+                agent_from(a, mine)
+            })
+            .collect()
+    }
+
+    async fn agent_update(&self, a: &Agent) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, &a.client_id).await?;
+        check_references(&txn, a).await?;
+        let mut row = agent_row(a)?;
+        row.created_at = sea_orm::ActiveValue::NotSet;
+        agent::Entity::update_many()
+            .set(row)
+            .filter(agent::Column::AgentId.eq(&a.agent_id))
+            .filter(agent::Column::OrganizationId.eq(&a.client_id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        unassign_numbers(
+            &txn,
+            &a.agent_id,
+            &a.assigned_phone_number_ids,
+            a.updated_at.as_micros(),
+        )
+        .await?;
+        assign_numbers(&txn, a).await?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn agent_delete(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        now: Timestamp,
+    ) -> Result<Option<Agent>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, organization_id).await?;
+        let Some(agent) = get(&txn, organization_id, agent_id).await? else {
+            return Ok(None);
+        };
+        unassign_numbers(&txn, agent_id, &[], now.as_micros()).await?;
+        agent::Entity::delete_by_id(agent_id.to_owned())
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(agent))
+    }
+}

@@ -1,0 +1,129 @@
+//! Telephony integrations and their sealed credentials.
+
+use super::*;
+
+fn integration_row(i: &Integration, sealed: &str) -> integration::ActiveModel {
+    integration::ActiveModel {
+        integration_id: Set(i.integration_id.clone()),
+        organization_id: Set(i.client_id.clone()),
+        name: Set(i.name.clone()),
+        provider: Set(i.provider.clone()),
+        category: Set(i.category.clone()),
+        status: Set(enum_str(&i.status)),
+        credentials_ciphertext: Set(sealed.to_owned()),
+        created_at: Set(i.created_at.as_micros()),
+        updated_at: Set(i.updated_at.as_micros()),
+    }
+}
+
+fn in_org(organization_id: &str, id: &str) -> Select<integration::Entity> {
+    integration::Entity::find_by_id(id.to_owned())
+        .filter(integration::Column::OrganizationId.eq(organization_id))
+}
+
+#[async_trait]
+impl IntegrationRepository for SeaRepository {
+    async fn integration_insert(&self, i: &Integration, sealed: &str) -> Result<()> {
+        integration::Entity::insert(integration_row(i, sealed))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn integration_get(
+        &self,
+        organization_id: &str,
+        id: &str,
+    ) -> Result<Option<Integration>> {
+        one(&self.db, in_org(organization_id, id), integration_from).await
+    }
+
+    async fn integration_get_sealed(
+        &self,
+        organization_id: &str,
+        id: &str,
+    ) -> Result<Option<(Integration, String)>> {
+        one(&self.db, in_org(organization_id, id), |m| {
+            let sealed = m.credentials_ciphertext.clone();
+            Ok((integration_from(m)?, sealed))
+        })
+        .await
+    }
+
+    async fn integration_list(
+        &self,
+        organization_id: &str,
+        page: &PageQuery,
+    ) -> Result<Vec<Integration>> {
+        let select = integration::Entity::find()
+            .filter(integration::Column::OrganizationId.eq(organization_id));
+        all(
+            &self.db,
+            keyset(
+                select,
+                integration::Column::CreatedAt,
+                integration::Column::IntegrationId,
+                page,
+            ),
+            integration_from,
+        )
+        .await
+    }
+
+    async fn integration_update(&self, i: &Integration, sealed: Option<&str>) -> Result<()> {
+        let mut row = integration_row(i, sealed.unwrap_or_default());
+        row.created_at = sea_orm::ActiveValue::NotSet;
+        row.provider = sea_orm::ActiveValue::NotSet;
+        if sealed.is_none() {
+            row.credentials_ciphertext = sea_orm::ActiveValue::NotSet;
+        }
+        integration::Entity::update_many()
+            .set(row)
+            .filter(integration::Column::IntegrationId.eq(&i.integration_id))
+            .filter(integration::Column::OrganizationId.eq(&i.client_id))
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn integration_delete(
+        &self,
+        organization_id: &str,
+        id: &str,
+    ) -> Result<IntegrationDeletion> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        // Phone number writes take the same lock, so no number can start referencing the
+        // integration between the check and the delete; the RESTRICT foreign key backs this up.
+        lock_org(&txn, organization_id).await?;
+        let Some(integration) = one(&txn, in_org(organization_id, id), integration_from).await?
+        else {
+            return Ok(IntegrationDeletion::NotFound);
+        };
+        let numbers = all(
+            &txn,
+            phone_number::Entity::find()
+                .filter(phone_number::Column::OrganizationId.eq(organization_id))
+                .filter(phone_number::Column::IntegrationId.eq(id))
+                .order_by_asc(phone_number::Column::CreatedAt)
+                .order_by_asc(phone_number::Column::PhoneNumberId),
+            phone_number_from,
+        )
+        .await?;
+        if !numbers.is_empty() {
+            return Ok(IntegrationDeletion::Referenced(numbers));
+        }
+        integration::Entity::delete_by_id(id.to_owned())
+            .exec(&txn)
+            .await
+            .map_err(|e| match e.sql_err() {
+                Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(_)) => Error::conflict(
+                    "integration is still referenced by phone numbers; remove or reassign them first",
+                ),
+                _ => db_err(e),
+            })?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(IntegrationDeletion::Deleted(integration))
+    }
+}

@@ -1,0 +1,143 @@
+//! Phone numbers.
+
+use super::*;
+
+fn phone_number_row(n: &PhoneNumber) -> phone_number::ActiveModel {
+    phone_number::ActiveModel {
+        phone_number_id: Set(n.phone_number_id.clone()),
+        organization_id: Set(n.client_id.clone()),
+        phone_number: Set(n.phone_number.clone()),
+        provider: Set(n.provider.clone()),
+        status: Set(enum_str(&n.status)),
+        supports_inbound: Set(n.supports_inbound),
+        supports_outbound: Set(n.supports_outbound),
+        assigned_agent_id: Set(n.assigned_agent_id.clone()),
+        integration_id: Set(n.integration_id.clone()),
+        created_at: Set(n.created_at.as_micros()),
+        updated_at: Set(n.updated_at.as_micros()),
+    }
+}
+
+/// Checks, under the organization lock, that the agent and integration a number points at
+/// exist in its organization.
+async fn check_references<C: ConnectionTrait>(db: &C, n: &PhoneNumber) -> Result<()> {
+    let org = n.client_id.as_str();
+    if let Some(agent_id) = &n.assigned_agent_id {
+        require_existing(
+            db,
+            agent::Entity::find().filter(agent::Column::OrganizationId.eq(org)),
+            agent::Column::AgentId,
+            std::slice::from_ref(agent_id),
+            "assigned_agent_id",
+        )
+        .await?;
+    }
+    if let Some(integration_id) = &n.integration_id {
+        require_existing(
+            db,
+            integration::Entity::find().filter(integration::Column::OrganizationId.eq(org)),
+            integration::Column::IntegrationId,
+            std::slice::from_ref(integration_id),
+            "integration_id",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// A write's error: a duplicate number is a 409; a foreign key the database refused (a
+/// reference deleted under us) is a 400.
+fn write_err(e: sea_orm::DbErr, n: &PhoneNumber) -> Error {
+    match e.sql_err() {
+        Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(_)) => Error::invalid(
+            "assigned_agent_id or integration_id no longer exists in this organization",
+        ),
+        _ => db_err_unique(e, || {
+            format!(
+                "phone number {} already exists in this organization",
+                n.phone_number
+            )
+        }),
+    }
+}
+
+#[async_trait]
+impl PhoneNumberRepository for SeaRepository {
+    async fn phone_number_insert(&self, n: &PhoneNumber) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, &n.client_id).await?;
+        check_references(&txn, n).await?;
+        phone_number::Entity::insert(phone_number_row(n))
+            .exec_without_returning(&txn)
+            .await
+            .map_err(|e| write_err(e, n))?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn phone_number_get(
+        &self,
+        organization_id: &str,
+        id: &str,
+    ) -> Result<Option<PhoneNumber>> {
+        one(
+            &self.db,
+            phone_number::Entity::find_by_id(id.to_owned())
+                .filter(phone_number::Column::OrganizationId.eq(organization_id)),
+            phone_number_from,
+        )
+        .await
+    }
+
+    async fn phone_number_list(
+        &self,
+        organization_id: &str,
+        page: &PageQuery,
+    ) -> Result<Vec<PhoneNumber>> {
+        let select = phone_number::Entity::find()
+            .filter(phone_number::Column::OrganizationId.eq(organization_id));
+        all(
+            &self.db,
+            keyset(
+                select,
+                phone_number::Column::CreatedAt,
+                phone_number::Column::PhoneNumberId,
+                page,
+            ),
+            phone_number_from,
+        )
+        .await
+    }
+
+    async fn phone_number_update(&self, n: &PhoneNumber) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, &n.client_id).await?;
+        check_references(&txn, n).await?;
+        let mut row = phone_number_row(n);
+        row.created_at = sea_orm::ActiveValue::NotSet;
+        phone_number::Entity::update_many()
+            .set(row)
+            .filter(phone_number::Column::PhoneNumberId.eq(&n.phone_number_id))
+            .filter(phone_number::Column::OrganizationId.eq(&n.client_id))
+            .exec(&txn)
+            .await
+            .map_err(|e| write_err(e, n))?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn phone_number_delete(
+        &self,
+        organization_id: &str,
+        id: &str,
+    ) -> Result<Option<PhoneNumber>> {
+        let Some(number) = self.phone_number_get(organization_id, id).await? else {
+            return Ok(None);
+        };
+        let deleted = phone_number::Entity::delete_many()
+            .filter(phone_number::Column::PhoneNumberId.eq(id))
+            .filter(phone_number::Column::OrganizationId.eq(organization_id))
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok((deleted.rows_affected == 1).then_some(number))
+    }
+}

@@ -1,0 +1,96 @@
+//! Tools.
+
+use super::*;
+
+fn tool_row(t: &Tool) -> Result<tool::ActiveModel> {
+    Ok(tool::ActiveModel {
+        tool_id: Set(t.tool_id.clone()),
+        organization_id: Set(t.client_id.clone()),
+        tool_name: Set(t.tool_name.clone()),
+        tool_description: Set(t.tool_description.clone()),
+        http_method: Set(t.http_method.clone()),
+        url: Set(t.url.clone()),
+        headers: Set(to_json(&t.headers)?),
+        parameters: Set(to_json(&t.parameters)?),
+        timeout_seconds: Set(t.timeout_seconds),
+        created_at: Set(t.created_at.as_micros()),
+        updated_at: Set(t.updated_at.as_micros()),
+    })
+}
+
+fn duplicate_name(t: &Tool) -> impl FnOnce() -> String + '_ {
+    || format!("a tool named {} already exists", t.tool_name)
+}
+
+#[async_trait]
+impl ToolRepository for SeaRepository {
+    async fn tool_insert(&self, t: &Tool) -> Result<()> {
+        tool::Entity::insert(tool_row(t)?)
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
+        Ok(())
+    }
+
+    async fn tool_get(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>> {
+        one(
+            &self.db,
+            tool::Entity::find_by_id(tool_id.to_owned())
+                .filter(tool::Column::OrganizationId.eq(organization_id)),
+            tool_from,
+        )
+        .await
+    }
+
+    async fn tool_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Tool>> {
+        let select = tool::Entity::find().filter(tool::Column::OrganizationId.eq(organization_id));
+        all(
+            &self.db,
+            keyset(select, tool::Column::CreatedAt, tool::Column::ToolId, page),
+            tool_from,
+        )
+        .await
+    }
+
+    async fn tool_count(&self, organization_id: &str) -> Result<u64> {
+        use sea_orm::PaginatorTrait;
+        tool::Entity::find()
+            .filter(tool::Column::OrganizationId.eq(organization_id))
+            .count(&self.db)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn tool_update(&self, t: &Tool) -> Result<()> {
+        tool::Entity::update_many()
+            .set(tool_row(t)?)
+            .filter(tool::Column::ToolId.eq(&t.tool_id))
+            .filter(tool::Column::OrganizationId.eq(&t.client_id))
+            .exec(&self.db)
+            .await
+            .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
+        Ok(())
+    }
+
+    async fn tool_delete(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        lock_org(&txn, organization_id).await?;
+        let Some(tool) = one(
+            &txn,
+            tool::Entity::find_by_id(tool_id.to_owned())
+                .filter(tool::Column::OrganizationId.eq(organization_id)),
+            tool_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        tool::Entity::delete_by_id(tool_id.to_owned())
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        agents::remove_reference(&txn, organization_id, agents::Refs::Tools, tool_id).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(tool))
+    }
+}

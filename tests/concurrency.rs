@@ -1,0 +1,220 @@
+//! Invariants under concurrent requests, on SQLite and Postgres: one revocation among many,
+//! no phone number left pointing at a deleted integration, never an organization without an
+//! admin.
+//!
+//! Run on SQLite only: `cargo test --test concurrency`; add `VOICEPLANE_TEST_POSTGRES_URL`
+//! for both databases.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use serde_json::json;
+use voiceplane_core::Error;
+use voiceplane_core::auth::{Actor, Credentials};
+use voiceplane_core::model::*;
+use voiceplane_core::page::PageParams;
+use voiceplane_core::role::Role;
+use voiceplane_suite::{TestContext, db_tests, jwt_for};
+
+async fn admin(ctx: &TestContext) -> Actor {
+    let boot = ctx.bootstrap("Acme").await;
+    ctx.actor(&boot.organization_id, &boot.api_key).await
+}
+
+async fn fifty_parallel_revokes_revoke_once(ctx: &TestContext) {
+    let admin = admin(ctx).await;
+    let created = ctx
+        .service
+        .api_key_create(
+            &admin,
+            NewApiKey {
+                name: "victim".into(),
+                role: Role::User,
+                expires_at: None,
+            },
+        )
+        .await
+        .unwrap();
+    let key_id = created.key.key_id.clone();
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let service = Arc::clone(&ctx.service);
+        let (admin, key_id) = (admin.clone(), key_id.clone());
+        tasks.push(tokio::spawn(async move {
+            service.api_key_revoke(&admin, &key_id).await
+        }));
+    }
+    let mut first = 0;
+    for task in tasks {
+        let out = task
+            .await
+            .unwrap()
+            .expect("every revoke answers with the key");
+        assert_eq!(out.data.status, ApiKeyStatus::Revoked);
+        if out.message == "API key revoked" {
+            first += 1;
+        } else {
+            assert_eq!(out.message, "API key was already revoked");
+        }
+    }
+    assert_eq!(first, 1, "exactly one request revoked the key");
+    let err = ctx
+        .service
+        .authenticate(&Credentials {
+            api_key: Some(created.api_key.clone()),
+            organization_id: Some(admin.organization_id.clone()),
+            bearer: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated(_)));
+}
+
+async fn integration_delete_never_orphans_a_number(ctx: &TestContext) {
+    let admin = admin(ctx).await;
+    let (mut deleted, mut refused) = (0, 0);
+    for round in 0..20 {
+        let intg = ctx
+            .service
+            .integration_create(
+                &admin,
+                serde_json::from_value(json!({
+                    "name": format!("line {round}"), "provider": "telnyx", "category": "telephony",
+                    "credentials": {"api_key": "KEY0123"}
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let id = intg.integration_id.clone();
+        let (s1, s2) = (Arc::clone(&ctx.service), Arc::clone(&ctx.service));
+        let (a1, a2) = (admin.clone(), admin.clone());
+        let (id1, id2) = (id.clone(), id.clone());
+        let delete = tokio::spawn(async move { s1.integration_delete(&a1, &id1).await });
+        let create = tokio::spawn(async move {
+            let input: NewPhoneNumber = serde_json::from_value(json!({
+                "phone_number": format!("+1415555{:04}", round), "integration_id": id2
+            }))
+            .unwrap();
+            s2.phone_number_create(&a2, input).await
+        });
+        let (delete, create) = (delete.await.unwrap(), create.await.unwrap());
+        match (&delete, &create) {
+            (Ok(_), Err(Error::InvalidInput(_))) => deleted += 1,
+            (Err(Error::Conflict(_)), Ok(n)) => {
+                assert_eq!(n.integration_id.as_deref(), Some(id.as_str()));
+                refused += 1;
+            }
+            other => panic!("round {round}: impossible outcome {other:?}"),
+        }
+        // Whatever happened, no number points at a missing integration.
+        let numbers = ctx
+            .service
+            .phone_number_list(
+                &admin,
+                &PageParams {
+                    limit: Some(100),
+                    cursor: None,
+                },
+            )
+            .await
+            .unwrap();
+        for n in numbers.items {
+            if let Some(i) = &n.integration_id {
+                ctx.service
+                    .integration_view(&admin, i)
+                    .await
+                    .expect("referenced integration exists");
+            }
+        }
+    }
+    assert_eq!(deleted + refused, 20);
+}
+
+async fn two_admins_demoting_each_other_leave_one_admin(ctx: &TestContext) {
+    for round in 0..8 {
+        let boot = ctx.bootstrap(&format!("Org {round}")).await;
+        let a = ctx.actor(&boot.organization_id, &boot.api_key).await;
+        let email = format!("second-{round}@example.com");
+        let inv = ctx
+            .service
+            .invitation_create(
+                &a,
+                NewInvitation {
+                    email: email.clone(),
+                    role: Role::Admin,
+                },
+            )
+            .await
+            .unwrap();
+        let user_b = format!("user_second{round:012}");
+        let token = jwt_for(&user_b, Some(&email), 600);
+        let member_b = ctx
+            .service
+            .invitation_accept(Some(&token), &inv.invite_id)
+            .await
+            .unwrap()
+            .data;
+        let b = ctx
+            .service
+            .authenticate(&Credentials {
+                bearer: Some(token),
+                organization_id: Some(boot.organization_id.clone()),
+                api_key: None,
+            })
+            .await
+            .unwrap();
+        let member_a = ctx
+            .service
+            .member_list(&a)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|m| m.user_id == boot.user_id)
+            .unwrap();
+        let (s1, s2) = (Arc::clone(&ctx.service), Arc::clone(&ctx.service));
+        let demote_b = tokio::spawn(async move {
+            s1.member_update(
+                &a,
+                &member_b.membership_id,
+                MemberUpdate { role: Role::User },
+            )
+            .await
+        });
+        let demote_a = tokio::spawn(async move {
+            s2.member_update(
+                &b,
+                &member_a.membership_id,
+                MemberUpdate { role: Role::User },
+            )
+            .await
+        });
+        let results = [demote_b.await.unwrap(), demote_a.await.unwrap()];
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(
+            ok, 1,
+            "round {round}: exactly one demotion goes through: {results:?}"
+        );
+        assert!(
+            results.iter().any(|r| matches!(r, Err(Error::Conflict(_)))),
+            "{results:?}"
+        );
+        let admin_actor = ctx.actor(&boot.organization_id, &boot.api_key).await;
+        let admins = ctx
+            .service
+            .member_list(&admin_actor)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.role == Role::Admin)
+            .count();
+        assert_eq!(admins, 1, "round {round}");
+    }
+}
+
+db_tests!(
+    fifty_parallel_revokes_revoke_once,
+    integration_delete_never_orphans_a_number,
+    two_admins_demoting_each_other_leave_one_admin,
+);

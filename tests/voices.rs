@@ -1,0 +1,478 @@
+//! Voice endpoints over HTTP (SPEC §4.5, §4.14, §4.15): our API on a real listener, the real
+//! provider clients of `voiceplane-clients`, and fake upstreams (wiremock) on loopback.
+//!
+//! Run on SQLite only: `cargo test --test voices`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use voiceplane_clients::{
+    HttpClient, HttpSettings, ProviderOne, ProviderOneSettings, ProviderTwo, ProviderTwoSettings,
+};
+use voiceplane_core::voice::VoiceProviders;
+use voiceplane_suite::{TestContext, TestServer, db_tests, http_client};
+use wiremock::matchers::{any, body_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const KEY_ONE: &str = "p1-test-key-SECRET";
+const KEY_TWO: &str = "p2-test-key-SECRET";
+const UPSTREAM_BODY: &str = "UPSTREAM-BODY-MARKER";
+const VOICE_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "description",
+    "gender",
+    "language",
+    "preview_url",
+    "has_preview",
+];
+const LIBRARY_VOICE_FIELDS: &[&str] = &["id", "public_owner_id", "name", "preview_url"];
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().expect("an object").keys().cloned().collect()
+}
+
+fn fields(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// Both providers at `base` (one fake server answers both: their paths differ), with keys
+/// when `configured`.
+fn providers(base: &str, configured: bool) -> VoiceProviders {
+    let http = HttpClient::new(HttpSettings::default()).unwrap();
+    let one = ProviderOne::new(
+        http.clone(),
+        ProviderOneSettings {
+            base_url: base.to_owned(),
+            api_key: configured.then(|| KEY_ONE.to_owned()),
+            version: "2024-06-10".to_owned(),
+        },
+    )
+    .unwrap();
+    let two = Arc::new(
+        ProviderTwo::new(
+            http,
+            ProviderTwoSettings {
+                base_url: base.to_owned(),
+                api_key: configured.then(|| KEY_TWO.to_owned()),
+            },
+        )
+        .unwrap(),
+    );
+    VoiceProviders {
+        provider_one: Some(Arc::new(one)),
+        provider_two: Some(two.clone()),
+        library: Some(two),
+    }
+}
+
+/// A caller of our API with an API key.
+struct Caller {
+    http: reqwest::Client,
+    base: String,
+    org: String,
+    key: Option<String>,
+}
+
+impl Caller {
+    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-Organization-Id", &self.org);
+        if let Some(key) = &self.key {
+            req = req.header("X-API-Key", key);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request is answered");
+        let status = resp.status();
+        assert_eq!(
+            resp.headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json")
+        );
+        let v: Value = resp.json().await.expect("JSON body");
+        if !status.is_success() {
+            assert_eq!(
+                keys(&v),
+                fields(&["detail"]),
+                "error body is {{detail}}: {v}"
+            );
+            let detail = v["detail"].as_str().unwrap();
+            for secret in [KEY_ONE, KEY_TWO, UPSTREAM_BODY] {
+                assert!(!detail.contains(secret), "{secret} leaked: {detail}");
+            }
+        }
+        (status, v)
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(Method::POST, path, Some(body)).await
+    }
+
+    /// A caller of the same organization with a new key of `role`.
+    async fn with_role(&self, role: &str) -> Caller {
+        let (status, v) = self
+            .post("/api/api-keys", json!({"name": role, "role": role}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        Caller {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            org: self.org.clone(),
+            key: Some(v["data"]["api_key"].as_str().unwrap().to_owned()),
+        }
+    }
+}
+
+/// Our API with providers pointing at `upstream`, and an admin caller.
+async fn setup(ctx: &TestContext, upstream: &MockServer, configured: bool) -> (TestServer, Caller) {
+    let voices = providers(&upstream.uri(), configured);
+    let server = TestServer::start_configured(ctx, |s| s.with_voice_providers(voices)).await;
+    let boot = ctx.bootstrap("Acme").await;
+    let caller = Caller {
+        http: http_client(),
+        base: server.base.clone(),
+        org: boot.organization_id,
+        key: Some(boot.api_key),
+    };
+    (server, caller)
+}
+
+async fn upstream_requests(upstream: &MockServer) -> Vec<wiremock::Request> {
+    upstream.received_requests().await.unwrap()
+}
+
+async fn search_on_both_providers(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v2/voices"))
+        .and(header("xi-api-key", KEY_TWO))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "voices": [{"voice_id": "el-1", "name": "Rachel", "description": "calm",
+                        "labels": {"gender": "female", "language": "en"},
+                        "preview_url": "https://cdn.example/el-1.mp3"}],
+            "has_more": true, "next_page_token": "page-2"
+        })))
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/voices"))
+        .and(header(
+            "authorization",
+            format!("Bearer {KEY_ONE}").as_str(),
+        ))
+        .and(header("cartesia-version", "2024-06-10"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [{"id": "ca-1", "name": "Narrator", "gender": "masculine", "language": "en",
+                      "preview_file_url": "https://files.example/ca-1.wav"}],
+            "has_more": false
+        })))
+        .mount(&upstream)
+        .await;
+    let (server, caller) = setup(ctx, &upstream, true).await;
+
+    let (status, v) = caller
+        .get("/api/voices/search?provider=provider_two&query=calm&cursor=page-1")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(keys(&v), fields(&["voices", "has_more", "next_cursor"]));
+    assert_eq!(keys(&v["voices"][0]), fields(VOICE_FIELDS));
+    assert_eq!(
+        v,
+        json!({"voices": [{"id": "el-1", "name": "Rachel", "description": "calm",
+                           "gender": "female", "language": "en",
+                           "preview_url": "https://cdn.example/el-1.mp3", "has_preview": true}],
+               "has_more": true, "next_cursor": "page-2"})
+    );
+
+    let (status, v) = caller
+        .get("/api/voices/search?provider=provider_one&query=narrator&gender=male&language=en")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"voices": [{"id": "ca-1", "name": "Narrator", "description": null,
+                           "gender": "male", "language": "en", "preview_url": null,
+                           "has_preview": true}],
+               "has_more": false, "next_cursor": null})
+    );
+
+    let sent: Vec<String> = upstream_requests(&upstream)
+        .await
+        .iter()
+        .map(|r| format!("{} {}", r.url.path(), r.url.query().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "/v2/voices search=calm&page_size=20&next_page_token=page-1",
+            "/voices limit=20&q=narrator&gender=masculine&language=en&expand%5B%5D=preview_file_url",
+        ]
+    );
+    server.stop().await;
+}
+
+async fn search_rejects_bad_parameters_before_calling_out(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    let (server, caller) = setup(ctx, &upstream, true).await;
+    for (query, needle) in [
+        ("", "provider is required"),
+        ("?query=x", "provider is required"),
+        ("?provider=", "provider is required"),
+        ("?provider=provider_three", "`provider_three`"),
+        (
+            "?provider=PROVIDER_ONE",
+            "must be `provider_one` or `provider_two`",
+        ),
+        ("?provider=provider_one&page_size=101", "page_size"),
+        ("?provider=provider_one&page_size=0", "page_size"),
+        ("?provider=provider_one&page_size=x", "page_size"),
+    ] {
+        let (status, v) = caller.get(&format!("/api/voices/search{query}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {v}");
+        assert!(
+            v["detail"].as_str().unwrap().contains(needle),
+            "{query}: {v}"
+        );
+    }
+    assert!(upstream_requests(&upstream).await.is_empty());
+    server.stop().await;
+}
+
+async fn library_lists_with_every_parameter(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/shared-voices"))
+        .and(header("xi-api-key", KEY_TWO))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "voices": [{"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep",
+                        "preview_url": "https://cdn.example/sh-1.mp3", "accent": "british"}],
+            "has_more": true
+        })))
+        .mount(&upstream)
+        .await;
+    let (server, caller) = setup(ctx, &upstream, true).await;
+
+    let (status, v) = caller
+        .get(
+            "/api/voices/provider_two/library?query=deep&language=en&gender=male&age=old\
+             &accent=british&category=professional&use_cases=narration&use_cases=news\
+             &page=1&page_size=5",
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(keys(&v["voices"][0]), fields(LIBRARY_VOICE_FIELDS));
+    assert_eq!(
+        v,
+        json!({"voices": [{"id": "sh-1", "public_owner_id": "own-1", "name": "Deep",
+                           "preview_url": "https://cdn.example/sh-1.mp3"}],
+               "has_more": true, "next_cursor": "2"})
+    );
+
+    // Defaults: first page, 30 per page, trending.
+    let (status, v) = caller.get("/api/voices/provider_two/library").await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["next_cursor"], "1");
+
+    let sent: Vec<String> = upstream_requests(&upstream)
+        .await
+        .iter()
+        .map(|r| r.url.query().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "page=1&page_size=5&search=deep&language=en&gender=male&age=old&accent=british\
+             &category=professional&use_cases=narration&use_cases=news&sort=trending",
+            "page=0&page_size=30&sort=trending",
+        ]
+    );
+
+    for query in ["page_size=101", "page=-1", "page=first", "page_size=0"] {
+        let (status, v) = caller
+            .get(&format!("/api/voices/provider_two/library?{query}"))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {v}");
+    }
+    let (_, v) = caller
+        .get("/api/voices/provider_two/library?page_size=101")
+        .await;
+    assert_eq!(v["detail"], "page_size must be between 1 and 100");
+    assert_eq!(upstream_requests(&upstream).await.len(), 2);
+    server.stop().await;
+}
+
+async fn adding_a_shared_voice(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/voices/add/own-1/sh-1"))
+        .and(header("xi-api-key", KEY_TWO))
+        .and(body_json(json!({"new_name": "Support line"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"voice_id": "acct-7"})))
+        .mount(&upstream)
+        .await;
+    let (server, admin) = setup(ctx, &upstream, true).await;
+    let body = json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Support line"});
+
+    // 200 (not 201): SPEC §4.15 shows a plain `{voice_id}`; nothing is created here.
+    let (status, v) = admin
+        .post("/api/voices/provider_two/library/add", body.clone())
+        .await;
+    assert_eq!((status, v), (StatusCode::OK, json!({"voice_id": "acct-7"})));
+
+    let manager = admin.with_role("agent_manager").await;
+    let (status, _) = manager
+        .post("/api/voices/provider_two/library/add", body.clone())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let user = admin.with_role("user").await;
+    let (status, v) = user
+        .post("/api/voices/provider_two/library/add", body.clone())
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{v}");
+    // Users may still read.
+    Mock::given(method("GET"))
+        .and(path("/v1/shared-voices"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"voices": [], "has_more": false})),
+        )
+        .mount(&upstream)
+        .await;
+    let (status, v) = user.get("/api/voices/provider_two/library").await;
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::OK,
+            json!({"voices": [], "has_more": false, "next_cursor": null})
+        )
+    );
+
+    for field in ["public_owner_id", "voice_id", "name"] {
+        let mut partial = body.clone();
+        partial.as_object_mut().unwrap().remove(field);
+        let (status, v) = admin
+            .post("/api/voices/provider_two/library/add", partial)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {v}");
+        assert_eq!(v["detail"], format!("{field} is required"));
+    }
+    for bad in [
+        json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "  "}),
+        json!({"public_owner_id": "../x", "voice_id": "sh-1", "name": "n"}),
+        json!({"public_owner_id": "own-1", "voice_id": 7, "name": "n"}),
+        json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "n", "extra": 1}),
+    ] {
+        let (status, v) = admin
+            .post("/api/voices/provider_two/library/add", bad.clone())
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {v}");
+    }
+    // Two successful adds reached the upstream; the refused ones did not.
+    let adds = upstream_requests(&upstream)
+        .await
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(adds, 2);
+    server.stop().await;
+}
+
+async fn voice_endpoints_need_credentials(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    let (server, admin) = setup(ctx, &upstream, true).await;
+    let anonymous = Caller { key: None, ..admin };
+    for (method, path) in [
+        (Method::GET, "/api/voices/search?provider=provider_one"),
+        (Method::GET, "/api/voices/provider_two/library"),
+        (Method::POST, "/api/voices/provider_two/library/add"),
+    ] {
+        let (status, v) = anonymous.send(method, path, Some(json!({}))).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {v}");
+    }
+    assert!(upstream_requests(&upstream).await.is_empty());
+    server.stop().await;
+}
+
+async fn upstream_failures_are_502_and_missing_keys_503(ctx: &TestContext) {
+    let upstream = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(500).set_body_string(format!("{UPSTREAM_BODY} {KEY_TWO}")),
+        )
+        .mount(&upstream)
+        .await;
+    let (server, caller) = setup(ctx, &upstream, true).await;
+    let add = json!({"public_owner_id": "o", "voice_id": "v", "name": "n"});
+    for (method, path) in [
+        (Method::GET, "/api/voices/search?provider=provider_one"),
+        (Method::GET, "/api/voices/search?provider=provider_two"),
+        (Method::GET, "/api/voices/provider_two/library"),
+        (Method::POST, "/api/voices/provider_two/library/add"),
+    ] {
+        let body = (method == Method::POST).then(|| add.clone());
+        let (status, v) = caller.send(method, path, body).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{path}: {v}");
+        assert!(
+            v["detail"].as_str().unwrap().contains("(HTTP 500)"),
+            "{path}: {v}"
+        );
+    }
+    server.stop().await;
+
+    let (server, caller) = setup(ctx, &upstream, false).await;
+    let before = upstream_requests(&upstream).await.len();
+    for (method, path, provider) in [
+        (
+            Method::GET,
+            "/api/voices/search?provider=provider_one",
+            "provider_one",
+        ),
+        (
+            Method::GET,
+            "/api/voices/search?provider=provider_two",
+            "provider_two",
+        ),
+        (
+            Method::GET,
+            "/api/voices/provider_two/library",
+            "provider_two",
+        ),
+        (
+            Method::POST,
+            "/api/voices/provider_two/library/add",
+            "provider_two",
+        ),
+    ] {
+        let body = (method == Method::POST).then(|| add.clone());
+        let (status, v) = caller.send(method, path, body).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}: {v}");
+        assert_eq!(
+            v["detail"],
+            format!("{provider} is not configured: set providers.{provider}.api_key")
+        );
+    }
+    assert_eq!(upstream_requests(&upstream).await.len(), before);
+    server.stop().await;
+}
+
+db_tests!(
+    search_on_both_providers,
+    search_rejects_bad_parameters_before_calling_out,
+    library_lists_with_every_parameter,
+    adding_a_shared_voice,
+    voice_endpoints_need_credentials,
+    upstream_failures_are_502_and_missing_keys_503,
+);
