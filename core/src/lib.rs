@@ -26,6 +26,7 @@
 //! ```
 
 pub mod auth;
+pub mod blob;
 pub mod crypto;
 pub mod error;
 pub mod ids;

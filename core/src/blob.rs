@@ -1,0 +1,95 @@
+//! Object storage for recordings and knowledge-base files, behind [`BlobStore`]. Bodies move
+//! as streams of [`Bytes`] chunks, never as whole files in memory.
+
+use std::fmt;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_core::Stream;
+
+use crate::error::Result;
+
+/// A stream of body chunks; an `Err` item aborts the transfer.
+pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
+
+/// An inclusive byte range `start..=end` of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteRange {
+    /// First byte.
+    pub start: u64,
+    /// Last byte, inclusive.
+    pub end: u64,
+}
+
+impl ByteRange {
+    /// Number of bytes in the range.
+    pub fn len(&self) -> u64 {
+        self.end - self.start + 1
+    }
+
+    /// Whether the range is empty (never, for a valid range; here for clippy's sake).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// What is known about a stored object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobMeta {
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// An object being read: its total size, the range being sent, and the bytes.
+pub struct BlobRead {
+    /// Size of the whole object.
+    pub size: u64,
+    /// The range the stream carries (`None`: the whole object).
+    pub range: Option<ByteRange>,
+    /// The bytes.
+    pub body: ByteStream,
+}
+
+impl fmt::Debug for BlobRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlobRead")
+            .field("size", &self.size)
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Object storage. Keys are relative paths such as `recordings/org_…/call_….wav`.
+///
+/// Failures map onto [`Error`](crate::Error): a missing object is `NotFound`; a backend that
+/// cannot be reached or refuses us is `Unavailable` (503) with a sentence that names no
+/// credential.
+#[async_trait]
+pub trait BlobStore: Send + Sync + 'static {
+    /// Stores `body` under `key`, replacing any object there, and returns the bytes written.
+    /// The new object becomes visible only once the whole body is written: if the stream
+    /// yields an error (the caller's size limit, a dropped client), that error is returned and
+    /// the previous object, if any, is left intact.
+    async fn put(&self, key: &str, content_type: &str, body: ByteStream) -> Result<u64>;
+
+    /// Reads `key`, or the `range` of it. A range starting past the end is `InvalidInput`.
+    async fn get(&self, key: &str, range: Option<ByteRange>) -> Result<BlobRead>;
+
+    /// Size of `key`, or `None` when there is no such object.
+    async fn stat(&self, key: &str) -> Result<Option<BlobMeta>>;
+
+    /// Deletes `key`; deleting a missing object succeeds.
+    async fn delete(&self, key: &str) -> Result<()>;
+
+    /// A URL that reads `key` without other credentials for `expires`, when the backend can
+    /// sign one itself (S3); `None` when it cannot (fs, memory), and the caller signs its own.
+    async fn presign_get(&self, key: &str, expires: Duration) -> Result<Option<String>>;
+
+    /// A URI naming `key` in this store, e.g. `s3://bucket/key` or `file:///root/key`.
+    fn uri(&self, key: &str) -> String;
+
+    /// Succeeds when the store answers.
+    async fn ping(&self) -> Result<()>;
+}
