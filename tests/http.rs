@@ -590,6 +590,7 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
         ctx,
         voiceplane_http::HttpConfig {
             max_body_bytes: 4096,
+            ..Default::default()
         },
     )
     .await;

@@ -24,7 +24,7 @@ use figment::{Figment, Metadata, Profile, Provider, Source};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use voiceplane_core::auth::{JwtSettings, JwtVerifier};
-use voiceplane_storage::{DatabaseOptions, redact_url};
+use voiceplane_storage::{BlobConfig, DatabaseOptions, S3Settings, redact_url};
 
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "VOICEPLANE_";
@@ -51,6 +51,7 @@ pub const KEYS: &[&str] = &[
     "storage.region",
     "storage.access_key_id",
     "storage.secret_access_key",
+    "storage.path_style",
     "auth.jwt_secret",
     "auth.jwt_public_key_pem",
     "auth.jwks_url",
@@ -65,6 +66,7 @@ pub const KEYS: &[&str] = &[
     "telephony.twilio.base_url",
     "telephony.telnyx.base_url",
     "http.max_body_bytes",
+    "http.max_upload_bytes",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.
@@ -332,6 +334,34 @@ impl Visitor<'_> for UnsignedVisitor {
     }
 }
 
+/// A boolean, or a string `true`/`false`/`1`/`0`/`yes`/`no`/`on`/`off` (any case), as
+/// environment variables give it.
+fn deserialize_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    struct BoolVisitor;
+
+    impl Visitor<'_> for BoolVisitor {
+        type Value = bool;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("true or false")
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+            Ok(v)
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(E::invalid_value(Unexpected::Str(v), &self)),
+            }
+        }
+    }
+
+    deserializer.deserialize_any(BoolVisitor)
+}
+
 fn deserialize_usize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
     let n = deserializer.deserialize_any(UnsignedVisitor)?;
     usize::try_from(n)
@@ -484,6 +514,34 @@ pub struct StorageConfig {
     pub access_key_id: Option<String>,
     /// `storage.secret_access_key`: the S3 secret key.
     pub secret_access_key: Option<Secret>,
+    /// `storage.path_style`: path-style S3 URLs (`https://endpoint/bucket/key`, what most
+    /// S3-compatible servers want) rather than virtual-host style
+    /// (`https://bucket.endpoint/key`). Default `true`.
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub path_style: bool,
+}
+
+impl StorageConfig {
+    /// The storage crate's blob store settings for the configured backend.
+    pub fn blob_config(&self) -> BlobConfig {
+        match self.backend {
+            StorageBackend::Fs => BlobConfig::Fs {
+                root: self.root.clone(),
+            },
+            StorageBackend::Memory => BlobConfig::Memory,
+            StorageBackend::S3 => BlobConfig::S3(S3Settings {
+                bucket: self.bucket.clone().unwrap_or_default(),
+                endpoint: self.endpoint.clone(),
+                region: self.region.clone(),
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self
+                    .secret_access_key
+                    .as_ref()
+                    .map(|s| s.expose().to_owned()),
+                path_style: self.path_style,
+            }),
+        }
+    }
 }
 
 impl Default for StorageConfig {
@@ -496,6 +554,7 @@ impl Default for StorageConfig {
             region: None,
             access_key_id: None,
             secret_access_key: None,
+            path_style: true,
         }
     }
 }
@@ -649,12 +708,16 @@ pub struct HttpSettings {
     /// `http.max_body_bytes`: largest JSON body accepted (413 beyond).
     #[serde(deserialize_with = "deserialize_usize")]
     pub max_body_bytes: usize,
+    /// `http.max_upload_bytes`: largest recording or knowledge-base file (413 beyond).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub max_upload_bytes: usize,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
         }
     }
 }
@@ -816,6 +879,12 @@ impl Config {
         if self.http.max_body_bytes == 0 {
             return Err(ConfigError::new(
                 "http.max_body_bytes",
+                "must be at least 1",
+            ));
+        }
+        if self.http.max_upload_bytes == 0 {
+            return Err(ConfigError::new(
+                "http.max_upload_bytes",
                 "must be at least 1",
             ));
         }
@@ -1528,8 +1597,11 @@ mod tests {
                 let value = match *key {
                     "listen" => "127.0.0.1:1",
                     "database.url" => "sqlite::memory:",
-                    "database.max_connections" | "http.max_body_bytes" => "5",
+                    "database.max_connections"
+                    | "http.max_body_bytes"
+                    | "http.max_upload_bytes" => "5",
                     "storage.backend" => "s3",
+                    "storage.path_style" => "false",
                     "secrets.master_key" => "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                     "auth.jwks_url" => continue,
                     "auth.jwt_public_key_pem" => continue,
@@ -1546,6 +1618,7 @@ mod tests {
             );
             let c = loaded.config;
             assert_eq!(c.storage.region.as_deref(), Some("v"));
+            assert!(!c.storage.path_style);
             assert_eq!(c.auth.audience.as_deref(), Some("v"));
             assert_eq!(c.telephony.twilio.base_url, "https://x.test");
             Ok(())
@@ -1580,5 +1653,39 @@ mod tests {
         known.sort();
         found.sort();
         assert_eq!(found, known);
+    }
+
+    #[test]
+    fn s3_storage_settings_reach_the_blob_store() {
+        Jail::expect_with(|jail| {
+            jail.set_env("VOICEPLANE_STORAGE__BACKEND", "s3");
+            jail.set_env("VOICEPLANE_STORAGE__BUCKET", "recordings");
+            jail.set_env("VOICEPLANE_STORAGE__ENDPOINT", "http://127.0.0.1:9000");
+            jail.set_env("VOICEPLANE_STORAGE__ACCESS_KEY_ID", "AK");
+            jail.set_env("VOICEPLANE_STORAGE__SECRET_ACCESS_KEY", "hunter2-secret");
+            let c = load(jail, None)?.config;
+            assert!(c.storage.path_style, "path-style by default");
+            let BlobConfig::S3(s3) = c.storage.blob_config() else {
+                panic!("expected s3");
+            };
+            assert_eq!(s3.bucket, "recordings");
+            assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+            assert_eq!(s3.region, None);
+            assert_eq!(s3.secret_access_key.as_deref(), Some("hunter2-secret"));
+            assert!(s3.path_style);
+            assert!(!format!("{c:?}").contains("hunter2"));
+
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "False");
+            assert!(!load(jail, None)?.config.storage.path_style);
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "1");
+            assert!(load(jail, None)?.config.storage.path_style);
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "maybe");
+            let err = load_err(jail);
+            assert!(
+                err.starts_with("config error: storage.path_style: "),
+                "{err}"
+            );
+            Ok(())
+        });
     }
 }

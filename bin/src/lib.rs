@@ -31,6 +31,8 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tracing::{info, warn};
+use voiceplane_core::crypto::CredentialCipher;
+use voiceplane_core::signing::UrlSigner;
 use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
 use voiceplane_storage::{SeaRepository, redact_url};
 
@@ -144,8 +146,9 @@ pub async fn migrate(config: &Config) -> Result<(), Error> {
     open_database(config).await.map(drop)
 }
 
-/// Builds the service: creates `storage.root` for the `fs` backend, opens and migrates the
-/// database, and sets up JWT verification.
+/// Builds the service: creates `storage.root` for the `fs` backend and opens the object
+/// storage (`storage.*`; nothing is contacted yet, `/readyz` does that), opens and migrates
+/// the database, and sets up JWT verification.
 pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     let jwt = config.jwt_verifier()?;
     if config.storage.backend == StorageBackend::Fs {
@@ -157,14 +160,49 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
             ))
         })?;
     }
+    let blobs =
+        voiceplane_storage::OpendalBlobStore::new(config.storage.blob_config()).map_err(|e| {
+            Error::Runtime(format!(
+                "cannot open the {} object storage: {e}",
+                config.storage.backend
+            ))
+        })?;
     let repo = open_database(config).await?;
     let (voices, telephony) = upstreams(config)?;
-    Ok(Arc::new(
-        Service::new(Arc::new(repo))
-            .with_jwt(jwt)
-            .with_voice_providers(voices)
-            .with_telephony(telephony),
-    ))
+    let master_key = config.secrets.master_key_bytes()?;
+    // Recording URLs must verify on every instance: derive their key from the shared master
+    // key; without one, a per-process key works for a single instance until it restarts.
+    let signer = match &master_key {
+        Some(key) => UrlSigner::derived_from(key),
+        None => {
+            tracing::warn!(
+                "secrets.master_key is not set: recording URLs are signed with a per-process key \
+                 and stop working when this process restarts; integrations cannot be created"
+            );
+            let mut key = [0u8; 32];
+            rand_key(&mut key);
+            UrlSigner::new(&key)
+        }
+    };
+    let mut service = Service::new(Arc::new(repo))
+        .with_blobs(Arc::new(blobs))
+        .with_jwt(jwt)
+        .with_voice_providers(voices)
+        .with_telephony(telephony)
+        .with_recording_urls(&config.public_url(), signer);
+    if let Some(key) = &master_key {
+        service = service.with_cipher(CredentialCipher::new(key));
+    }
+    Ok(Arc::new(service))
+}
+
+/// Fills `key` from the operating system's random source.
+fn rand_key(key: &mut [u8; 32]) {
+    use rand::RngExt;
+    let mut rng = rand::rng();
+    for b in key.iter_mut() {
+        *b = rng.random();
+    }
 }
 
 /// The voice providers and the telephony probe, sharing one HTTP connection pool. A provider
@@ -223,6 +261,7 @@ fn upstreams(
 pub fn api(service: Arc<Service>, config: &Config) -> voiceplane_http::Api {
     voiceplane_http::Api::new(service).with_config(voiceplane_http::HttpConfig {
         max_body_bytes: config.http.max_body_bytes,
+        max_upload_bytes: config.http.max_upload_bytes as u64,
     })
 }
 

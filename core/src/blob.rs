@@ -35,6 +35,60 @@ impl ByteRange {
     }
 }
 
+/// A `Range` request as sent, before the object's size is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeRequest {
+    /// `bytes=start-`
+    From(u64),
+    /// `bytes=start-end`
+    FromTo(u64, u64),
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+impl RangeRequest {
+    /// Parses a `Range` header value with one byte range; `None` for anything else (which a
+    /// server may answer with the whole object).
+    pub fn parse(header: &str) -> Option<Self> {
+        let spec = header.trim().strip_prefix("bytes=")?.trim();
+        if spec.contains(',') {
+            return None;
+        }
+        let (start, end) = spec.split_once('-')?;
+        let (start, end) = (start.trim(), end.trim());
+        match (start.is_empty(), end.is_empty()) {
+            (true, false) => end.parse().ok().map(Self::Suffix),
+            (false, true) => start.parse().ok().map(Self::From),
+            (false, false) => {
+                let (s, e) = (start.parse().ok()?, end.parse().ok()?);
+                (s <= e).then_some(Self::FromTo(s, e))
+            }
+            (true, true) => None,
+        }
+    }
+
+    /// The bytes this request selects in an object of `size` bytes; `None` when it selects
+    /// nothing (HTTP 416).
+    pub fn resolve(self, size: u64) -> Option<ByteRange> {
+        if size == 0 {
+            return None;
+        }
+        let last = size - 1;
+        match self {
+            Self::From(start) if start <= last => Some(ByteRange { start, end: last }),
+            Self::FromTo(start, end) if start <= last => Some(ByteRange {
+                start,
+                end: end.min(last),
+            }),
+            Self::Suffix(n) if n > 0 => Some(ByteRange {
+                start: size.saturating_sub(n),
+                end: last,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// What is known about a stored object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobMeta {
@@ -92,4 +146,27 @@ pub trait BlobStore: Send + Sync + 'static {
 
     /// Succeeds when the store answers.
     async fn ping(&self) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        let r = |h: &str, size| RangeRequest::parse(h).and_then(|r| r.resolve(size));
+        assert_eq!(r("bytes=0-9", 100), Some(ByteRange { start: 0, end: 9 }));
+        assert_eq!(r("bytes=90-", 100), Some(ByteRange { start: 90, end: 99 }));
+        assert_eq!(r("bytes=-10", 100), Some(ByteRange { start: 90, end: 99 }));
+        assert_eq!(r("bytes=-1000", 100), Some(ByteRange { start: 0, end: 99 }));
+        assert_eq!(
+            r("bytes=50-5000", 100),
+            Some(ByteRange { start: 50, end: 99 })
+        );
+        assert_eq!(r("bytes=100-", 100), None);
+        assert_eq!(RangeRequest::parse("bytes=5-1"), None);
+        assert_eq!(RangeRequest::parse("bytes=0-1,5-6"), None);
+        assert_eq!(RangeRequest::parse("items=0-1"), None);
+        assert_eq!(ByteRange { start: 90, end: 99 }.len(), 10);
+    }
 }

@@ -35,6 +35,7 @@ pub mod page;
 pub mod repo;
 pub mod role;
 pub mod service;
+pub mod signing;
 pub mod telephony;
 pub mod time;
 pub mod validate;

@@ -52,6 +52,7 @@ pub struct Membership {
 
 /// Status of a membership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MemberStatus {
     /// The member can act in the organization.
@@ -60,6 +61,7 @@ pub enum MemberStatus {
 
 /// A member as listed by `GET /api/auth/organizations/members` (spec §2.11).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Member {
     /// `mem_…`
     pub membership_id: String,
@@ -81,6 +83,7 @@ pub struct Member {
 
 /// Status of an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApiKeyStatus {
     /// Usable.
@@ -93,6 +96,7 @@ pub enum ApiKeyStatus {
 
 /// An API key (spec §2.1). The secret itself is never part of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ApiKey {
     /// `apikey_` + 12 hex digits.
     pub key_id: String,
@@ -128,6 +132,7 @@ impl ApiKey {
 
 /// Body of `POST /api/api-keys`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewApiKey {
     /// Human label, 1–100 characters.
@@ -141,6 +146,7 @@ pub struct NewApiKey {
 
 /// A new key and its secret, shown once.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct CreatedApiKey {
     /// The stored key.
     #[serde(flatten)]
@@ -151,6 +157,7 @@ pub struct CreatedApiKey {
 
 /// Direction or purpose of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CallType {
     /// Someone called one of the organization's numbers.
@@ -174,6 +181,7 @@ impl CallType {
 
 /// Where a call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     /// Waiting to be placed.
@@ -217,6 +225,7 @@ impl CallStatus {
 
 /// A call (spec §2.2).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Call {
     /// `call_` + alphanumerics.
     pub call_sid: String,
@@ -254,10 +263,40 @@ pub struct Call {
     pub end_reason: Option<String>,
     /// e.g. `billed`.
     pub billing_status: Option<String>,
+    /// The stored recording, if one was uploaded (not part of the spec's call shape).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub recording: Option<Recording>,
+}
+
+/// Where a call's recording is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
+    /// Blob key: `recordings/<organization_id>/<call_sid>.<ext>`.
+    pub key: String,
+    /// `audio/wav` or `audio/mpeg`.
+    pub content_type: String,
+    /// Size in bytes.
+    pub size: i64,
+}
+
+/// The answer of `GET /api/calls/{call_sid}/recording/stream`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct RecordingLink {
+    /// A URL that reads the recording without other credentials, with `Range` support.
+    pub url: String,
+    /// Seconds the URL stays valid (3600).
+    pub expires_in: u64,
+    /// `audio/wav` or `audio/mpeg`.
+    pub content_type: String,
+    /// A suggested file name.
+    pub filename: String,
 }
 
 /// Body of `POST /api/calls`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewCall {
     /// The agent handling the call; must exist in the organization.
@@ -279,6 +318,7 @@ pub struct NewCall {
 
 /// Body of `PATCH /api/calls/{call_sid}`: every field optional, absent fields unchanged.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CallUpdate {
     /// New status.
@@ -309,6 +349,7 @@ pub struct CallUpdate {
 
 /// A custom HTTP tool an agent can call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Tool {
     /// `tool_…`
     pub tool_id: String,
@@ -336,6 +377,7 @@ pub struct Tool {
 
 /// A tool as listed (spec §2.3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ToolSummary {
     /// `tool_…`
     pub tool_id: String,
@@ -369,6 +411,7 @@ impl From<Tool> for ToolSummary {
 
 /// Body of `POST /api/tools`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewTool {
     /// Name: 1–64 of `[A-Za-z0-9_-]`.
@@ -393,6 +436,7 @@ pub struct NewTool {
 
 /// Kind of knowledge-base document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DocumentType {
     /// An uploaded file.
@@ -403,6 +447,7 @@ pub enum DocumentType {
 
 /// Processing state of a knowledge-base document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessingStatus {
     /// Waiting to be processed.
@@ -417,6 +462,7 @@ pub enum ProcessingStatus {
 
 /// A knowledge-base document (spec §2.4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Document {
     /// `doc_…`
     pub documentation_id: String,
@@ -453,6 +499,7 @@ pub struct Document {
 
 /// JSON body of `POST /api/knowledge-base`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewTextDocument {
     /// Name, 1–200 characters.
@@ -463,6 +510,7 @@ pub struct NewTextDocument {
 
 /// Text-to-speech providers an agent can speak with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TtsProvider {
     /// The first provider.
@@ -473,6 +521,7 @@ pub enum TtsProvider {
 
 /// An AI voice agent (spec §2.7).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Agent {
     /// `agent_…`
     pub agent_id: String,
@@ -521,6 +570,7 @@ pub struct Agent {
 
 /// Body of `POST /api/agents`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// Name, 1–200 characters.
@@ -571,6 +621,7 @@ pub struct NewAgent {
 
 /// Status of a stored telephony integration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IntegrationStatus {
     /// The last validation succeeded (or none ran yet).
@@ -581,6 +632,7 @@ pub enum IntegrationStatus {
 
 /// Stored telephony provider credentials (spec §2.8); the credentials are never part of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Integration {
     /// `intg_` + 12 hex digits.
     pub integration_id: String,
@@ -602,6 +654,7 @@ pub struct Integration {
 
 /// Whether a phone number is bound to an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PhoneNumberStatus {
     /// Bound to an agent.
@@ -612,6 +665,7 @@ pub enum PhoneNumberStatus {
 
 /// A phone number (spec §2.9).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct PhoneNumber {
     /// `phon_…`
     pub phone_number_id: String,
@@ -639,6 +693,7 @@ pub struct PhoneNumber {
 
 /// Body of `POST /api/phone-numbers`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewPhoneNumber {
     /// E.164, unique in the organization.
@@ -662,6 +717,7 @@ pub struct NewPhoneNumber {
 
 /// State of an invitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InvitationStatus {
     /// Waiting for the invitee.
@@ -676,6 +732,7 @@ pub enum InvitationStatus {
 
 /// An invitation to join an organization (spec §2.10).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Invitation {
     /// `inv_…`
     pub invite_id: String,
@@ -697,6 +754,7 @@ pub struct Invitation {
 
 /// Body of `POST /api/auth/organizations/invitations`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewInvitation {
     /// Invitee e-mail.
@@ -717,6 +775,7 @@ where
 
 /// Body of `PATCH /api/tools/{tool_id}`: absent fields stay as they are.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ToolUpdate {
     /// New name.
@@ -745,6 +804,7 @@ pub struct ToolUpdate {
 /// Body of `PATCH /api/agents/{agent_id}`: absent fields stay as they are; the three id lists
 /// replace the current ones when given.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AgentUpdate {
     /// New name.
@@ -802,6 +862,7 @@ pub struct AgentUpdate {
 
 /// Body of `PATCH /api/phone-numbers/{phone_number_id}`.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PhoneNumberUpdate {
     /// Agent to answer the number; `null` unassigns it.
@@ -823,6 +884,7 @@ pub struct PhoneNumberUpdate {
 
 /// Body of `PATCH /api/knowledge-base/{documentation_id}`.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DocumentUpdate {
     /// New name.
@@ -832,6 +894,7 @@ pub struct DocumentUpdate {
 
 /// Body of `POST /api/integrations`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewIntegration {
     /// Name, 1–200 characters.
@@ -846,6 +909,7 @@ pub struct NewIntegration {
 
 /// Body of `PATCH /api/integrations/{integration_id}`.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IntegrationUpdate {
     /// New name.
@@ -862,6 +926,7 @@ pub struct IntegrationUpdate {
 
 /// Body of `PATCH /api/auth/organizations/members/{membership_id}`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MemberUpdate {
     /// The new role.

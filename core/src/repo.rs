@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::model::{
     Agent, ApiKey, Call, Document, Integration, Invitation, Member, Membership, Organization,
-    PhoneNumber, Tool, User,
+    PhoneNumber, Recording, Tool, User,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -151,6 +151,14 @@ pub trait CallRepository: Send + Sync {
     async fn call_update(&self, call: &Call) -> Result<()>;
     /// Up to `page.fetch()` calls after the cursor, newest first.
     async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>>;
+    /// Points the call at its stored recording (or at none).
+    async fn call_set_recording(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        recording: Option<&Recording>,
+        updated_at: Timestamp,
+    ) -> Result<()>;
 }
 
 /// Tools.

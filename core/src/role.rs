@@ -9,6 +9,7 @@ use crate::error::Error;
 
 /// A member's or an API key's role. Ordered: `User < AgentManager < Admin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Reads everything, changes nothing.

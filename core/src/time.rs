@@ -81,6 +81,26 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
+/// The JSON Schema of the serialized form: an RFC 3339 string (`format: date-time`), inlined
+/// wherever a timestamp appears.
+#[cfg(feature = "openapi")]
+impl schemars::JsonSchema for Timestamp {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "date-time",
+        })
+    }
+}
+
 /// Where the current time comes from; tests substitute a controllable clock.
 pub trait Clock: Send + Sync + 'static {
     /// The current time.

@@ -35,6 +35,7 @@ pub const DEFAULT_LIBRARY_SORT: &str = "trending";
 
 /// A text-to-speech provider whose voices can be searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum VoiceProviderName {
     /// `provider_one`.
@@ -81,6 +82,7 @@ impl fmt::Display for VoiceProviderName {
 
 /// A voice found by a search (SPEC §2.5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Voice {
     /// The provider's voice id.
     pub id: String,
@@ -100,6 +102,7 @@ pub struct Voice {
 
 /// A voice of provider_two's shared library (SPEC §2.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct LibraryVoice {
     /// The shared voice's id.
     pub id: String,
@@ -114,6 +117,8 @@ pub struct LibraryVoice {
 /// One page of voices: `{voices, has_more, next_cursor}`, the response of the voice
 /// endpoints (no `success` envelope). `next_cursor` is `null` when `has_more` is false.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "openapi", schemars(rename = "{T}Page"))]
 pub struct VoicePage<T> {
     /// The voices of this page.
     pub voices: Vec<T>,
@@ -220,6 +225,7 @@ pub struct LibraryListInput {
 /// Body of `POST /api/voices/provider_two/library/add`: all three fields are required; they
 /// are optional here so that a missing one gets a 400 naming it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LibraryAddInput {
     /// `public_owner_id`, from the library listing.
@@ -233,6 +239,7 @@ pub struct LibraryAddInput {
 /// The answer of [`crate::Service::voice_library_add`]: `{voice_id}`, the id of the voice in
 /// the account's library.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct AddedVoice {
     /// The id of the added voice.
     pub voice_id: String,

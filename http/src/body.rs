@@ -17,7 +17,7 @@ pub(crate) const JSON_REQUIRED: &str = "Content-Type must be application/json";
 pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
-        .boxed()
+        .boxed_unsync()
 }
 
 /// What the `Content-Type` of a request says about JSON.

@@ -17,6 +17,8 @@ pub fn status_for(err: &Error) -> StatusCode {
         Error::Forbidden(_) => StatusCode::FORBIDDEN,
         Error::NotFound(_) => StatusCode::NOT_FOUND,
         Error::Conflict(_) => StatusCode::CONFLICT,
+        Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Error::Upstream(_) => StatusCode::BAD_GATEWAY,
         Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

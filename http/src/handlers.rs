@@ -14,11 +14,11 @@ use voiceplane_core::page::PageParams;
 use crate::body::{JSON_REQUIRED, read_json, require_json};
 use crate::error::ApiError;
 use crate::router::Route;
-use crate::{Api, BoxError, ResponseBody, extract, response};
+use crate::{Api, BoxError, ResponseBody, extract, recordings, response};
 
 /// The 415 detail of `POST /api/knowledge-base` for anything but JSON.
-const KB_JSON_REQUIRED: &str = "Content-Type must be application/json with {\"name\", \"text\"}; \
-     file uploads (multipart/form-data) are not supported yet";
+const KB_JSON_REQUIRED: &str = "Content-Type must be application/json with {\"name\", \"text\"}, \
+     or multipart/form-data with a `file` part";
 
 type Reply = Result<Response<ResponseBody>, ApiError>;
 
@@ -112,6 +112,7 @@ where
             Ok(()) => Ok(response::json(StatusCode::OK, &Status { status: "ready" })),
             Err(e) => Err(ApiError::from(e).with_status(StatusCode::SERVICE_UNAVAILABLE)),
         },
+        Route::OpenApi => Ok(crate::openapi::response()),
 
         Route::ApiKeyCreate => {
             let actor = cx.actor().await?;
@@ -152,6 +153,25 @@ where
                 &svc.call_update(&actor, &call_sid, input).await?,
             ))
         }
+
+        Route::RecordingUpload { call_sid } => {
+            let actor = cx.actor().await?;
+            recordings::upload(api, &actor, &parts, body, &call_sid).await
+        }
+        Route::RecordingStream { call_sid } => {
+            let actor = cx.actor().await?;
+            Ok(response::ok(
+                &svc.recording_stream(&actor, &call_sid).await?,
+            ))
+        }
+        Route::RecordingDownload { call_sid } => {
+            let actor = cx.actor().await?;
+            recordings::download(api, &actor, &call_sid).await
+        }
+        Route::RecordingSigned {
+            organization_id,
+            file,
+        } => recordings::signed(api, &parts, &organization_id, &file).await,
 
         Route::ToolCreate => {
             let actor = cx.actor().await?;
@@ -289,6 +309,10 @@ where
 
         Route::DocumentCreate => {
             let actor = cx.actor().await?;
+            if recordings::is_multipart(&parts) {
+                let doc = recordings::document_upload(api, &actor, &parts, body).await?;
+                return Ok(response::created(&doc));
+            }
             let input = cx.json_or(body, KB_JSON_REQUIRED).await?;
             Ok(response::created(
                 &svc.document_create_text(&actor, input).await?,

@@ -29,6 +29,7 @@
 //! let service = Arc::new(voiceplane_core::Service::new(repo));
 //! let api = Api::new(service).with_config(HttpConfig {
 //!     max_body_bytes: 256 * 1024,
+//!     ..HttpConfig::default()
 //! });
 //!
 //! // Standalone: serve until Ctrl-C, then drain in-flight requests.
@@ -64,9 +65,12 @@ mod body;
 mod error;
 mod extract;
 mod handlers;
+pub mod openapi;
+mod recordings;
 mod response;
 pub mod router;
 mod serve;
+mod stream;
 mod voices;
 
 use std::convert::Infallible;
@@ -90,8 +94,8 @@ use crate::router::RouteError;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body of every response: boxed, so that complete JSON bodies and streamed ones share
-/// one type.
-pub type ResponseBody = http_body_util::combinators::BoxBody<bytes::Bytes, BoxError>;
+/// one type. `Send` but not `Sync`, as streams from object storage are.
+pub type ResponseBody = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError>;
 
 /// Default of [`HttpConfig::max_body_bytes`]: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -108,14 +112,21 @@ pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// Settings of the adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpConfig {
-    /// Largest request body accepted, in bytes; larger ones get 413. Default 1 MiB.
+    /// Largest JSON request body accepted, in bytes; larger ones get 413. Default 1 MiB.
     pub max_body_bytes: usize,
+    /// Largest streamed upload (recordings, knowledge-base files), in bytes; larger ones get
+    /// 413 and nothing is stored. Default 2 GiB.
+    pub max_upload_bytes: u64,
 }
+
+/// Default of [`HttpConfig::max_upload_bytes`]: 2 GiB.
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
         }
     }
 }
@@ -180,10 +191,22 @@ impl Api {
         );
         async move {
             let is_api = is_api_path(req.uri().path());
+            // A refused request may leave its body unread; the client must not reuse the
+            // connection for its next request (it would race the server closing it).
+            let has_body = req.headers().contains_key(header::TRANSFER_ENCODING)
+                || req
+                    .headers()
+                    .get(header::CONTENT_LENGTH)
+                    .is_some_and(|v| v.as_bytes() != b"0");
             let mut response = match self.route(req).await {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             };
+            if has_body && response.status().is_client_error() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             if is_api {
                 response
                     .headers_mut()

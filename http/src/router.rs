@@ -85,6 +85,8 @@ routes! {
     GET "/healthz" => Healthz;
     /// `GET /readyz`: the database answers (no auth).
     GET "/readyz" => Readyz;
+    /// `GET /api/openapi.json`: the OpenAPI 3.1 document of every route (no auth).
+    GET "/api/openapi.json" => OpenApi;
 
     /// `POST /api/api-keys`: `api_key_create`.
     POST "/api/api-keys" => ApiKeyCreate;
@@ -101,6 +103,16 @@ routes! {
     GET "/api/calls/{call_sid}" => CallView { call_sid };
     /// `PATCH /api/calls/{call_sid}`: `call_update`.
     PATCH "/api/calls/{call_sid}" => CallUpdate { call_sid };
+    /// `PUT /api/calls/{call_sid}/recording`: `recording_upload` (raw `audio/wav` or
+    /// `audio/mpeg` body, streamed).
+    PUT "/api/calls/{call_sid}/recording" => RecordingUpload { call_sid };
+    /// `GET /api/calls/{call_sid}/recording/stream`: `recording_stream`.
+    GET "/api/calls/{call_sid}/recording/stream" => RecordingStream { call_sid };
+    /// `GET /api/calls/{call_sid}/recording/download`: `recording_download`.
+    GET "/api/calls/{call_sid}/recording/download" => RecordingDownload { call_sid };
+    /// `GET /recordings/{organization_id}/{file}`: `recording_signed_read` (a self-signed
+    /// URL; no credentials besides its signature).
+    GET "/recordings/{organization_id}/{file}" => RecordingSigned { organization_id, file };
 
     /// `POST /api/tools`: `tool_create`.
     POST "/api/tools" => ToolCreate;

@@ -156,6 +156,15 @@ impl CallRepository for Fake {
     async fn call_list(&self, _: &str, _: &PageQuery) -> Result<Vec<Call>> {
         Ok(vec![])
     }
+    async fn call_set_recording(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<&Recording>,
+        _: Timestamp,
+    ) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -502,14 +511,26 @@ async fn body_errors() {
         json!({"detail": "Content-Type must be application/json"})
     );
 
-    // The knowledge base says JSON is required for now.
+    // The knowledge base takes JSON or multipart, and says so.
     let req = authed(Method::POST, "/api/knowledge-base")
-        .header(header::CONTENT_TYPE, "multipart/form-data; boundary=x")
-        .body(Full::new(Bytes::from_static(b"--x--")))
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Full::new(Bytes::from_static(b"hello")))
         .unwrap();
     let (s, _, v) = send(&api(), req).await;
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert!(v["detail"].as_str().unwrap().contains("not supported yet"));
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("multipart/form-data")
+    );
+    let req = authed(Method::POST, "/api/knowledge-base")
+        .header(header::CONTENT_TYPE, "multipart/form-data; boundary=x")
+        .body(Full::new(Bytes::from_static(b"--x--\r\n")))
+        .unwrap();
+    let (s, _, v) = send(&api(), req).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(v["detail"].as_str().unwrap().contains("`file`"), "{v}");
 
     let (s, _, v) = send(&api(), with_json(authed(Method::POST, "/api/tools"), "")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
@@ -540,7 +561,10 @@ async fn body_errors() {
             .contains("unknown field `bogus`")
     );
 
-    let small = api().with_config(HttpConfig { max_body_bytes: 16 });
+    let small = api().with_config(HttpConfig {
+        max_body_bytes: 16,
+        ..Default::default()
+    });
     let body = format!(r#"{{"name": "{}", "text": "x"}}"#, "n".repeat(64));
     let (s, _, v) = send(
         &small,

@@ -125,6 +125,9 @@ pub mod call {
         pub billing_status: Option<String>,
         pub created_at: i64,
         pub updated_at: i64,
+        pub recording_key: Option<String>,
+        pub recording_content_type: Option<String>,
+        pub recording_size: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,7 +1,8 @@
 //! # voiceplane-storage
 //!
 //! The SeaORM implementation of [`voiceplane_core::repo::Repository`], one code path for SQLite
-//! and Postgres, with its `sea-orm-migration` migrations.
+//! and Postgres, with its `sea-orm-migration` migrations; and [`OpendalBlobStore`], the
+//! [`voiceplane_core::blob::BlobStore`] on OpenDAL (fs, memory, S3), in [`blob`].
 //!
 //! ```no_run
 //! # async fn demo() -> voiceplane_core::Result<()> {
@@ -65,6 +66,7 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+pub mod blob;
 mod convert;
 mod entity;
 mod migration;
@@ -72,6 +74,7 @@ mod repo;
 
 use std::time::Duration;
 
+pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,

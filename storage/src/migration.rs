@@ -13,7 +13,11 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(M0001Initial), Box::new(M0002ApiKeyRevokedAt)]
+        vec![
+            Box::new(M0001Initial),
+            Box::new(M0002ApiKeyRevokedAt),
+            Box::new(M0003CallRecording),
+        ]
     }
 }
 
@@ -391,5 +395,29 @@ impl MigrationTrait for M0002ApiKeyRevokedAt {
                 .take(),
         )
         .await
+    }
+}
+
+/// Where a call's recording is stored. SQLite adds one column per statement.
+struct M0003CallRecording;
+
+impl MigrationName for M0003CallRecording {
+    fn name(&self) -> &str {
+        "m0003_call_recording"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M0003CallRecording {
+    async fn up(&self, m: &SchemaManager) -> Result<(), DbErr> {
+        for column in [
+            text_null("recording_key"),
+            string_null("recording_content_type"),
+            big_integer_null("recording_size"),
+        ] {
+            m.alter_table(Table::alter().table("calls").add_column(column).take())
+                .await?;
+        }
+        Ok(())
     }
 }

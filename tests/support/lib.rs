@@ -375,18 +375,31 @@ impl TestServer {
         ctx: &TestContext,
         configure: impl FnOnce(Service) -> Service,
     ) -> Self {
-        let service = Arc::new(configure(Service::clone(&ctx.service)));
+        Self::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, _| {
+            configure(s)
+        })
+        .await
+    }
+
+    /// Like [`start_configured`](Self::start_configured), with the adapter's `config`, and
+    /// with the server's own base URL given to `configure` (for `with_recording_urls`).
+    pub async fn start_at(
+        ctx: &TestContext,
+        config: voiceplane_http::HttpConfig,
+        configure: impl FnOnce(Service, &str) -> Service,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind port 0");
-        let addr = listener.local_addr().expect("bound address");
-        let api = voiceplane_http::Api::new(service);
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
+        let service = Arc::new(configure(Service::clone(&ctx.service), &base));
+        let api = voiceplane_http::Api::new(service).with_config(config);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
             let _ = rx.await;
         }));
         Self {
-            base: format!("http://{addr}"),
+            base,
             shutdown: Some(tx),
             task: Some(task),
         }

@@ -33,6 +33,7 @@ impl Service {
             end_time: None,
             end_reason: None,
             billing_status: None,
+            recording: None,
         };
         self.repo.call_insert(&call).await?;
         Ok(call)

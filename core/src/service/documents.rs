@@ -36,6 +36,61 @@ impl Service {
         Ok(doc)
     }
 
+    /// Stores an uploaded file, streamed into the blob store, as a document pending
+    /// processing. The row is written only after the whole file is stored.
+    pub async fn document_create_file(
+        &self,
+        actor: &Actor,
+        name: Option<&str>,
+        filename: &str,
+        content_type: &str,
+        body: crate::blob::ByteStream,
+    ) -> Result<Document> {
+        actor.require(Permission::KbWrite)?;
+        let filename = validate::text("filename", filename, 255)?;
+        // The stored name keeps only what is safe in any object store key.
+        let safe: String = filename
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let name = validate::text("name", name.unwrap_or(&filename), 200)?;
+        let content_type = validate::text("content type", content_type, 200)?;
+        let blobs = self.blobs()?;
+        let id = self.id(IdKind::Document);
+        let key = format!("knowledge-base/{}/{id}/{safe}", actor.organization_id);
+        let size = blobs.put(&key, &content_type, body).await?;
+        let now = self.now();
+        let doc = Document {
+            documentation_id: id,
+            name,
+            doc_type: DocumentType::File,
+            client_id: actor.organization_id.clone(),
+            storage_uri: Some(blobs.uri(&key)),
+            storage_key: Some(key.clone()),
+            content_type,
+            size: i64::try_from(size).unwrap_or(i64::MAX),
+            filename: Some(filename),
+            processing_status: ProcessingStatus::Pending,
+            page_count: None,
+            vector_count: None,
+            last_processed_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        if let Err(e) = self.repo.document_insert(&doc, None).await {
+            // No row points at the file: remove it rather than leave it orphaned.
+            let _ = blobs.delete(&key).await;
+            return Err(e);
+        }
+        Ok(doc)
+    }
+
     /// One knowledge-base document of the organization.
     pub async fn document_view(&self, actor: &Actor, documentation_id: &str) -> Result<Document> {
         actor.require(Permission::KbRead)?;
@@ -84,9 +139,17 @@ impl Service {
     pub async fn document_delete(&self, actor: &Actor, documentation_id: &str) -> Result<Document> {
         actor.require(Permission::KbWrite)?;
         let id = IdKind::Document.parse(documentation_id)?;
-        self.repo
+        let doc = self
+            .repo
             .document_delete(&actor.organization_id, &id)
             .await?
-            .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))
+            .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))?;
+        if let (Some(key), Some(blobs)) = (&doc.storage_key, &self.blobs) {
+            // The row is gone; a blob that fails to delete is only garbage, never reachable.
+            if let Err(e) = blobs.delete(key).await {
+                tracing::warn!(%key, error = %e, "could not delete a document's file");
+            }
+        }
+        Ok(doc)
     }
 }

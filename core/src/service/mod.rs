@@ -9,6 +9,7 @@ use crate::auth::{
     Actor, ApiKeySecret, Credentials, JwtVerifier, Principal, UserClaims, hash_secret,
     is_well_formed_secret,
 };
+use crate::blob::BlobStore;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
@@ -16,6 +17,7 @@ use crate::model::*;
 use crate::page::{Cursor, Page, PageParams, PageQuery};
 use crate::repo::{AcceptRecords, BootstrapRecords, IntegrationDeletion, Repository};
 use crate::role::{Permission, Role};
+use crate::signing::UrlSigner;
 use crate::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyProvider, TelephonyValidator};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::validate;
@@ -27,6 +29,8 @@ mod documents;
 mod integrations;
 mod members;
 mod phone_numbers;
+mod recordings;
+pub use recordings::{RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod tools;
 mod voices;
 
@@ -59,6 +63,13 @@ pub struct BootstrapOutput {
     pub api_key: String,
 }
 
+/// Where self-signed recording URLs point and what signs them.
+#[derive(Clone, Debug)]
+struct RecordingUrls {
+    public_url: String,
+    signer: UrlSigner,
+}
+
 /// The voiceplane application service.
 #[derive(Clone)]
 pub struct Service {
@@ -70,6 +81,8 @@ pub struct Service {
     cipher: Option<Arc<CredentialCipher>>,
     // Voice providers (issue 5) go below this line.
     voices: crate::voice::VoiceProviders,
+    blobs: Option<Arc<dyn BlobStore>>,
+    recording_urls: Option<RecordingUrls>,
 }
 
 impl std::fmt::Debug for Service {
@@ -98,6 +111,8 @@ impl Service {
             telephony: None,
             cipher: None,
             voices: crate::voice::VoiceProviders::default(),
+            blobs: None,
+            recording_urls: None,
         }
     }
 
@@ -139,6 +154,23 @@ impl Service {
         self
     }
 
+    /// Stores recordings and knowledge-base files in `blobs`; without a store those
+    /// operations answer 503.
+    pub fn with_blobs(mut self, blobs: Arc<dyn BlobStore>) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Signs recording URLs under `public_url` (the external base URL of the HTTP API, e.g.
+    /// `https://voice.example.com`) for stores that cannot presign.
+    pub fn with_recording_urls(mut self, public_url: &str, signer: UrlSigner) -> Self {
+        self.recording_urls = Some(RecordingUrls {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            signer,
+        });
+        self
+    }
+
     fn now(&self) -> Timestamp {
         self.clock.now()
     }
@@ -149,9 +181,13 @@ impl Service {
 
     // Health
 
-    /// Succeeds when the database answers.
+    /// Succeeds when the database and the object store answer.
     pub async fn health_ready(&self) -> Result<()> {
-        self.repo.ping().await
+        self.repo.ping().await?;
+        match &self.blobs {
+            Some(blobs) => blobs.ping().await,
+            None => Ok(()),
+        }
     }
 
     /// Resolves the request's credentials to an [`Actor`] in the organization named by

@@ -59,4 +59,33 @@ impl CallRepository for SeaRepository {
         )
         .await
     }
+
+    async fn call_set_recording(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        recording: Option<&Recording>,
+        updated_at: Timestamp,
+    ) -> Result<()> {
+        call::Entity::update_many()
+            .col_expr(
+                call::Column::RecordingKey,
+                Expr::val(recording.map(|r| r.key.clone())),
+            )
+            .col_expr(
+                call::Column::RecordingContentType,
+                Expr::val(recording.map(|r| r.content_type.clone())),
+            )
+            .col_expr(
+                call::Column::RecordingSize,
+                Expr::val(recording.map(|r| r.size)),
+            )
+            .col_expr(call::Column::UpdatedAt, Expr::val(updated_at.as_micros()))
+            .filter(call::Column::CallSid.eq(call_sid))
+            .filter(call::Column::OrganizationId.eq(organization_id))
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
 }

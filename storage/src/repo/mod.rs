@@ -103,6 +103,14 @@ fn call_from(m: call::Model) -> Result<Call> {
         end_time: ts_opt(m.end_time),
         end_reason: m.end_reason,
         billing_status: m.billing_status,
+        recording: match (m.recording_key, m.recording_content_type, m.recording_size) {
+            (Some(key), Some(content_type), Some(size)) => Some(Recording {
+                key,
+                content_type,
+                size,
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -126,6 +134,9 @@ fn call_row(c: &Call) -> call::ActiveModel {
         billing_status: Set(c.billing_status.clone()),
         created_at: Set(c.created_at.as_micros()),
         updated_at: Set(c.updated_at.as_micros()),
+        recording_key: Set(c.recording.as_ref().map(|r| r.key.clone())),
+        recording_content_type: Set(c.recording.as_ref().map(|r| r.content_type.clone())),
+        recording_size: Set(c.recording.as_ref().map(|r| r.size)),
     }
 }
 

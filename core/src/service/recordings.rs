@@ -1,0 +1,219 @@
+//! Call recordings: upload (streamed into the blob store), a URL to stream them, the bytes to
+//! download, and reads through self-signed URLs.
+
+use std::time::Duration;
+
+use super::*;
+use crate::blob::{BlobRead, ByteStream, RangeRequest};
+
+/// How long a stream URL is valid.
+pub const STREAM_URL_TTL_SECS: u64 = 3600;
+
+/// The formats a recording may have: `(content type, extension)`.
+const FORMATS: &[(&str, &str)] = &[("audio/wav", "wav"), ("audio/mpeg", "mp3")];
+
+/// The canonical content type and extension of a declared `Content-Type`.
+fn format_of(content_type: &str) -> Result<(&'static str, &'static str)> {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let canonical = match essence.as_str() {
+        "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/vnd.wave" => "audio/wav",
+        "audio/mpeg" | "audio/mp3" => "audio/mpeg",
+        _ => {
+            return Err(Error::UnsupportedMediaType(
+                "recordings must be sent with Content-Type audio/wav or audio/mpeg".to_owned(),
+            ));
+        }
+    };
+    FORMATS
+        .iter()
+        .copied()
+        .find(|(ct, _)| *ct == canonical)
+        .ok_or_else(|| Error::Internal("recording format table".to_owned()))
+}
+
+/// The content type of a recording file name by its extension.
+fn content_type_of(file: &str) -> Option<&'static str> {
+    let ext = file.rsplit_once('.')?.1;
+    FORMATS.iter().find(|(_, e)| *e == ext).map(|(ct, _)| *ct)
+}
+
+/// What a signed recording URL read produced.
+#[derive(Debug)]
+pub enum SignedRead {
+    /// The bytes (all of them, or the requested range) and their content type.
+    Body {
+        /// The read.
+        read: BlobRead,
+        /// `audio/wav` or `audio/mpeg`.
+        content_type: &'static str,
+    },
+    /// The requested range lies outside the object of this size (HTTP 416).
+    Unsatisfiable {
+        /// Size of the object.
+        size: u64,
+    },
+}
+
+/// A recording ready to be downloaded.
+#[derive(Debug)]
+pub struct RecordingDownload {
+    /// The bytes.
+    pub read: BlobRead,
+    /// `recording_<to_number>.wav`.
+    pub filename: String,
+}
+
+impl Service {
+    pub(super) fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
+        self.blobs.as_ref().ok_or_else(|| {
+            Error::Unavailable("object storage is not configured on this server".to_owned())
+        })
+    }
+
+    /// The recording of a call, or 404.
+    async fn recording_of(&self, actor: &Actor, call_sid: &str) -> Result<(Call, Recording)> {
+        let call = self.call_view(actor, call_sid).await?;
+        let recording = call
+            .recording
+            .clone()
+            .ok_or_else(|| Error::not_found(format!("call {} has no recording", call.call_sid)))?;
+        Ok((call, recording))
+    }
+
+    /// Stores the recording of a call from a stream. The call row points at the new
+    /// recording only once all bytes are stored; a failed upload leaves the previous
+    /// recording, if any, as it was.
+    pub async fn recording_upload(
+        &self,
+        actor: &Actor,
+        call_sid: &str,
+        content_type: &str,
+        body: ByteStream,
+    ) -> Result<Call> {
+        actor.require(Permission::CallsWrite)?;
+        let (content_type, ext) = format_of(content_type)?;
+        let mut call = self.call_view(actor, call_sid).await?;
+        let blobs = self.blobs()?;
+        let key = format!(
+            "recordings/{}/{}.{ext}",
+            actor.organization_id, call.call_sid
+        );
+        let size = blobs.put(&key, content_type, body).await?;
+        let recording = Recording {
+            key: key.clone(),
+            content_type: content_type.to_owned(),
+            size: i64::try_from(size).unwrap_or(i64::MAX),
+        };
+        let previous = call.recording.replace(recording);
+        call.updated_at = self.now().max(call.updated_at);
+        self.repo
+            .call_set_recording(
+                &actor.organization_id,
+                &call.call_sid,
+                call.recording.as_ref(),
+                call.updated_at,
+            )
+            .await?;
+        if let Some(old) = previous.filter(|old| old.key != key) {
+            // The row no longer points at it; failing to delete only leaves garbage behind.
+            if let Err(e) = blobs.delete(&old.key).await {
+                tracing::warn!(key = %old.key, error = %e, "could not delete a replaced recording");
+            }
+        }
+        Ok(call)
+    }
+
+    /// A URL that plays the recording for an hour: presigned by the store when it can,
+    /// otherwise signed by this server under `public_url`.
+    pub async fn recording_stream(&self, actor: &Actor, call_sid: &str) -> Result<RecordingLink> {
+        actor.require(Permission::CallsRead)?;
+        let (call, recording) = self.recording_of(actor, call_sid).await?;
+        let ttl = Duration::from_secs(STREAM_URL_TTL_SECS);
+        let url = match self.blobs()?.presign_get(&recording.key, ttl).await? {
+            Some(url) => url,
+            None => {
+                let urls = self.recording_urls.as_ref().ok_or_else(|| {
+                    Error::Unavailable(
+                        "recording URLs cannot be signed: no public_url is configured".to_owned(),
+                    )
+                })?;
+                let path = format!("/{}", recording.key);
+                let expires = self.now().as_micros() / 1_000_000 + STREAM_URL_TTL_SECS as i64;
+                let sig = urls.signer.sign(&path, expires);
+                format!("{}{path}?expires={expires}&sig={sig}", urls.public_url)
+            }
+        };
+        let ext = recording
+            .key
+            .rsplit_once('.')
+            .map(|(_, e)| e)
+            .unwrap_or("wav");
+        Ok(RecordingLink {
+            url,
+            expires_in: STREAM_URL_TTL_SECS,
+            content_type: recording.content_type,
+            filename: format!("recording_{}.{ext}", call.to_number),
+        })
+    }
+
+    /// The recording's bytes, streamed, with the attachment file name of the spec.
+    pub async fn recording_download(
+        &self,
+        actor: &Actor,
+        call_sid: &str,
+    ) -> Result<RecordingDownload> {
+        actor.require(Permission::CallsRead)?;
+        let (call, recording) = self.recording_of(actor, call_sid).await?;
+        let read = self.blobs()?.get(&recording.key, None).await?;
+        Ok(RecordingDownload {
+            read,
+            filename: format!("recording_{}.wav", call.to_number),
+        })
+    }
+
+    /// Reads a recording through a self-signed URL `/recordings/{organization_id}/{file}`:
+    /// the signature and expiry are the only credentials (403 when either is wrong).
+    pub async fn recording_signed_read(
+        &self,
+        organization_id: &str,
+        file: &str,
+        expires: Option<&str>,
+        signature: Option<&str>,
+        range: Option<RangeRequest>,
+    ) -> Result<SignedRead> {
+        let refused = || Error::forbidden("this recording link is invalid or has expired");
+        let urls = self.recording_urls.as_ref().ok_or_else(refused)?;
+        let expires: i64 = expires.and_then(|e| e.parse().ok()).ok_or_else(refused)?;
+        let path = format!("/recordings/{organization_id}/{file}");
+        if !urls.signer.verify(&path, expires, signature.unwrap_or("")) {
+            return Err(refused());
+        }
+        if expires < self.now().as_micros() / 1_000_000 {
+            return Err(refused());
+        }
+        let content_type = content_type_of(file).ok_or_else(refused)?;
+        let key = format!("recordings/{organization_id}/{file}");
+        let blobs = self.blobs()?;
+        let range = match range {
+            Some(request) => {
+                let size = blobs
+                    .stat(&key)
+                    .await?
+                    .ok_or_else(|| Error::not_found("this recording no longer exists"))?
+                    .size;
+                match request.resolve(size) {
+                    Some(r) => Some(r),
+                    None => return Ok(SignedRead::Unsatisfiable { size }),
+                }
+            }
+            None => None,
+        };
+        let read = blobs.get(&key, range).await?;
+        Ok(SignedRead::Body { read, content_type })
+    }
+}

@@ -1,0 +1,446 @@
+//! Call recordings and knowledge-base files over HTTP, on every object store (memory, fs,
+//! and S3 when `VOICEPLANE_TEST_S3_ENDPOINT` names a local S3-compatible server) and on
+//! SQLite and Postgres: upload, stream URL fetched without credentials (with `Range`), a
+//! tampered URL refused, download bytes and headers, failed uploads leaving the previous
+//! recording intact, and other organizations' calls not found.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use voiceplane_core::blob::BlobStore;
+use voiceplane_core::signing::UrlSigner;
+use voiceplane_storage::{BlobConfig, OpendalBlobStore, S3Settings};
+use voiceplane_suite::{TestContext, TestServer, db_tests, http_client};
+
+const LIMIT: u64 = 1024 * 1024;
+const TO: &str = "+14155550123";
+
+/// The stores to run on: memory and a temporary folder always, S3 when configured.
+fn stores() -> Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> {
+    let dir = std::env::temp_dir().join(format!("voiceplane-blobs-{}", rand_hex()));
+    let mut stores: Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> = vec![
+        (
+            "memory",
+            Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap()),
+            None,
+        ),
+        (
+            "fs",
+            Arc::new(OpendalBlobStore::new(BlobConfig::Fs { root: dir.clone() }).unwrap()),
+            Some(dir),
+        ),
+    ];
+    match std::env::var("VOICEPLANE_TEST_S3_ENDPOINT") {
+        Ok(endpoint) => {
+            let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
+            let mut s3 = S3Settings::new(var("VOICEPLANE_TEST_S3_BUCKET", "voiceplane-test"));
+            s3.endpoint = Some(endpoint);
+            s3.access_key_id = Some(var("VOICEPLANE_TEST_S3_ACCESS_KEY", "AK"));
+            s3.secret_access_key = Some(var("VOICEPLANE_TEST_S3_SECRET_KEY", "SK"));
+            stores.push((
+                "s3",
+                Arc::new(OpendalBlobStore::new(BlobConfig::S3(s3)).unwrap()),
+                None,
+            ));
+        }
+        Err(_) if std::env::var("VOICEPLANE_TEST_REQUIRE_S3").as_deref() == Ok("1") => {
+            panic!("VOICEPLANE_TEST_S3_ENDPOINT is not set but VOICEPLANE_TEST_REQUIRE_S3=1")
+        }
+        Err(_) => eprintln!("SKIPPED the S3 store: VOICEPLANE_TEST_S3_ENDPOINT is not set"),
+    }
+    stores
+}
+
+fn rand_hex() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// Deterministic, non-repeating-looking audio bytes.
+fn audio(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+struct Caller {
+    http: reqwest::Client,
+    base: String,
+    org: String,
+    key: String,
+}
+
+impl Caller {
+    fn req(&self, m: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(m, format!("{}{path}", self.base))
+            .header("X-Organization-Id", &self.org)
+            .header("X-API-Key", &self.key)
+    }
+
+    async fn json(&self, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self.req(m, path);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status(), resp.json().await.unwrap())
+    }
+
+    async fn upload(&self, sid: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
+        let resp = self
+            .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
+            .header("Content-Type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap();
+        (resp.status(), resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn download(&self, sid: &str) -> reqwest::Response {
+        self.req(Method::GET, &format!("/api/calls/{sid}/recording/download"))
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+async fn call(c: &Caller) -> String {
+    let (_, agent) = c
+        .json(Method::POST, "/api/agents", Some(json!({
+            "agent_name": "A", "language": "en", "stt_provider": "s", "tts_provider": "provider_one",
+            "tts_voice": "v", "llm_provider": "l", "llm_model": "m"
+        })))
+        .await;
+    let (status, call) = c
+        .json(Method::POST, "/api/calls", Some(json!({"agent_id": agent["data"]["agent_id"], "to_number": TO, "call_type": "outbound"})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    call["data"]["call_sid"].as_str().unwrap().to_owned()
+}
+
+/// Flips one hex digit of the signature parameter of `url` (`sig=` or `X-Amz-Signature=`).
+fn tamper(url: &str) -> String {
+    let at = url
+        .find("sig=")
+        .map(|i| i + 4)
+        .or_else(|| url.find("X-Amz-Signature=").map(|i| i + 16))
+        .expect("a signature parameter");
+    let mut bytes = url.as_bytes().to_vec();
+    bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+    String::from_utf8(bytes).unwrap()
+}
+
+async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
+    let config = voiceplane_http::HttpConfig {
+        max_upload_bytes: LIMIT,
+        ..Default::default()
+    };
+    let signer = UrlSigner::new(b"test recording url key, 32 bytes");
+    let blobs = store.clone();
+    let server = TestServer::start_at(ctx, config, move |s, base| {
+        s.with_blobs(blobs).with_recording_urls(base, signer)
+    })
+    .await;
+    let boot = ctx.bootstrap("Acme").await;
+    let c = Caller {
+        http: http_client(),
+        base: server.base.clone(),
+        org: boot.organization_id,
+        key: boot.api_key,
+    };
+    let sid = call(&c).await;
+
+    // Nothing yet.
+    assert_eq!(
+        c.json(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(c.download(&sid).await.status(), StatusCode::NOT_FOUND);
+    // Wrong type, too large (declared and streamed), and a broken stream store nothing.
+    assert_eq!(
+        c.upload(&sid, "text/plain", b"hello".to_vec()).await.0,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    );
+    assert_eq!(
+        c.upload(&sid, "audio/wav", audio(LIMIT as usize + 1, 1))
+            .await
+            .0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    assert_eq!(
+        c.json(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND,
+        "{name}"
+    );
+
+    // A real upload.
+    let wav = audio(300_000, 7);
+    let (status, v) = c.upload(&sid, "audio/wav", wav.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{name}: {v}");
+    assert_eq!(v["data"]["call_sid"], sid.as_str());
+
+    // The stream link plays without credentials, seeks with Range, and refuses tampering.
+    let (status, link) = c
+        .json(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{name}: {link}");
+    let data = &link["data"];
+    assert_eq!(data["expires_in"], 3600);
+    assert_eq!(data["content_type"], "audio/wav");
+    assert_eq!(data["filename"], format!("recording_{TO}.wav"));
+    let url = data["url"].as_str().unwrap();
+    let anon = http_client();
+    let whole = anon.get(url).send().await.unwrap();
+    assert_eq!(whole.status(), StatusCode::OK, "{name}: {url}");
+    assert_eq!(
+        whole.bytes().await.unwrap().as_ref(),
+        wav.as_slice(),
+        "{name}"
+    );
+    let part = anon
+        .get(url)
+        .header("Range", "bytes=1000-1999")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), StatusCode::PARTIAL_CONTENT, "{name}");
+    assert_eq!(
+        part.headers()["content-range"],
+        "bytes 1000-1999/300000",
+        "{name}"
+    );
+    assert_eq!(
+        part.bytes().await.unwrap().as_ref(),
+        &wav[1000..2000],
+        "{name}"
+    );
+    let tail = anon
+        .get(url)
+        .header("Range", "bytes=-10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tail.status(), StatusCode::PARTIAL_CONTENT, "{name}");
+    assert_eq!(
+        tail.bytes().await.unwrap().as_ref(),
+        &wav[wav.len() - 10..],
+        "{name}"
+    );
+    let forged = anon.get(tamper(url)).send().await.unwrap();
+    assert_eq!(
+        forged.status(),
+        StatusCode::FORBIDDEN,
+        "{name}: tampered URL"
+    );
+
+    // Download: the bytes, as an attachment, with its length.
+    let resp = c.download(&sid).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "audio/wav");
+    assert_eq!(
+        resp.headers()["content-disposition"],
+        format!("attachment; filename=\"recording_{TO}.wav\"")
+    );
+    assert_eq!(resp.headers()["content-length"], "300000");
+    assert_eq!(
+        resp.bytes().await.unwrap().as_ref(),
+        wav.as_slice(),
+        "{name}"
+    );
+
+    // A failed upload leaves the previous recording as it was: over the limit while streaming
+    // (no Content-Length), and a client that breaks off.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..40).map(|i| Ok(audio(64 * 1024, i))).collect();
+    let resp = c
+        .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .header("Content-Type", "audio/wav")
+        .body(reqwest::Body::wrap_stream(tokio_stream(chunks)))
+        .send()
+        .await;
+    if let Ok(resp) = resp {
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE, "{name}");
+    }
+    let mut broken: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..3).map(|i| Ok(audio(64 * 1024, i))).collect();
+    broken.push(Err(std::io::Error::other("client gave up")));
+    let resp = c
+        .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .header("Content-Type", "audio/wav")
+        .body(reqwest::Body::wrap_stream(tokio_stream(broken)))
+        .send()
+        .await;
+    assert!(
+        resp.is_err() || !resp.unwrap().status().is_success(),
+        "{name}"
+    );
+    let resp = c.download(&sid).await;
+    assert_eq!(
+        resp.bytes().await.unwrap().as_ref(),
+        wav.as_slice(),
+        "{name}: previous recording intact"
+    );
+
+    // Replacing with an mp3 switches the format and removes the old file.
+    let mp3 = audio(1234, 9);
+    assert_eq!(
+        c.upload(&sid, "audio/mpeg", mp3.clone()).await.0,
+        StatusCode::OK
+    );
+    let (_, link) = c
+        .json(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None,
+        )
+        .await;
+    assert_eq!(link["data"]["content_type"], "audio/mpeg");
+    assert_eq!(link["data"]["filename"], format!("recording_{TO}.mp3"));
+    let fetched = anon
+        .get(link["data"]["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        fetched.bytes().await.unwrap().as_ref(),
+        mp3.as_slice(),
+        "{name}"
+    );
+    let old_key = format!("recordings/{}/{sid}.wav", c.org);
+    assert_eq!(
+        store.stat(&old_key).await.unwrap(),
+        None,
+        "{name}: replaced file deleted"
+    );
+
+    // Another organization's call is not found, for every recording route.
+    let other = ctx.bootstrap("Other").await;
+    let outsider = Caller {
+        org: other.organization_id,
+        key: other.api_key,
+        http: c.http.clone(),
+        base: c.base.clone(),
+    };
+    assert_eq!(
+        outsider.download(&sid).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        outsider
+            .json(
+                Method::GET,
+                &format!("/api/calls/{sid}/recording/stream"),
+                None
+            )
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        outsider.upload(&sid, "audio/wav", b"x".to_vec()).await.0,
+        StatusCode::NOT_FOUND
+    );
+
+    // Knowledge-base files: multipart in, stored, deleted with the document.
+    let boundary = "vpboundary7MA4YWxkTrZu0gW";
+    let file = audio(5000, 3);
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nPrice list\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"prices 2026.pdf\"\r\nContent-Type: application/pdf\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let resp = c
+        .req(Method::POST, "/api/knowledge-base")
+        .header(
+            "Content-Type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED, "{name}");
+    let doc: Value = resp.json().await.unwrap();
+    let d = &doc["data"];
+    assert_eq!(d["type"], "file");
+    assert_eq!(d["name"], "Price list");
+    assert_eq!(d["filename"], "prices 2026.pdf");
+    assert_eq!(d["content_type"], "application/pdf");
+    assert_eq!(d["size"], 5000);
+    assert_eq!(d["processing_status"], "pending");
+    let key = d["storage_key"].as_str().unwrap().to_owned();
+    assert!(
+        key.starts_with(&format!("knowledge-base/{}/", c.org)),
+        "{key}"
+    );
+    assert!(d["storage_uri"].as_str().unwrap().ends_with(&key), "{d}");
+    assert_eq!(store.stat(&key).await.unwrap().map(|m| m.size), Some(5000));
+    let id = d["documentation_id"].as_str().unwrap();
+    assert_eq!(
+        c.json(Method::DELETE, &format!("/api/knowledge-base/{id}"), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        store.stat(&key).await.unwrap(),
+        None,
+        "{name}: file deleted with the document"
+    );
+    server.stop().await;
+}
+
+/// A `Stream` over a vector of results, for `reqwest::Body::wrap_stream`.
+fn tokio_stream(
+    items: Vec<Result<Vec<u8>, std::io::Error>>,
+) -> impl futures_core::Stream<Item = Result<Vec<u8>, std::io::Error>> + Send + 'static {
+    struct Iter(std::vec::IntoIter<Result<Vec<u8>, std::io::Error>>);
+    impl futures_core::Stream for Iter {
+        type Item = Result<Vec<u8>, std::io::Error>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            std::task::Poll::Ready(self.0.next())
+        }
+    }
+    Iter(items.into_iter())
+}
+
+async fn recordings_on_every_store(ctx: &TestContext) {
+    for (name, store, dir) in stores() {
+        on_store(ctx, name, store).await;
+        if let Some(dir) = dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+db_tests!(recordings_on_every_store);
