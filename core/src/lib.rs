@@ -7,7 +7,8 @@
 //!
 //! The service reaches the outside world only through traits: [`repo::Repository`] for the
 //! database, [`time::Clock`] and [`ids::IdGenerator`]. This crate depends on no HTTP framework
-//! and no SQL crate.
+//! and no SQL crate. The optional `openapi` feature derives JSON Schemas (schemars) of the
+//! request and response types, from which `voiceplane-http` builds its OpenAPI document.
 //!
 //! ```no_run
 //! # async fn demo(repo: std::sync::Arc<dyn voiceplane_core::repo::Repository>) -> voiceplane_core::Result<()> {
