@@ -106,6 +106,36 @@ async fn revoke_over_http(ctx: &TestContext) {
     assert_eq!(v["data"]["key_id"], key_id);
     let (status, _) = user.send(Method::GET, "/api/tools", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "revoked at once");
+    // Another instance on the same database sees the revocation at once: nothing is cached.
+    let (_, key2) = c
+        .send(
+            Method::POST,
+            "/api/api-keys",
+            Some(json!({"name": "u2", "role": "user"})),
+        )
+        .await;
+    let second = TestServer::start_configured(ctx, |s| s).await;
+    let on_second = Caller {
+        key: key2["data"]["api_key"].as_str().unwrap().into(),
+        base: second.base.clone(),
+        ..caller_clone(&c)
+    };
+    assert_eq!(
+        on_second.send(Method::GET, "/api/tools", None).await.0,
+        StatusCode::OK
+    );
+    let id2 = key2["data"]["key_id"].as_str().unwrap();
+    assert_eq!(
+        c.send(Method::DELETE, &format!("/api/api-keys/{id2}"), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        on_second.send(Method::GET, "/api/tools", None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    second.stop().await;
     server.stop().await;
 }
 
