@@ -4,11 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
-
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_suite::{TestContext, TestServer, db_tests, http_client, jwt_for};
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, db_tests, fields, http_client, jwt_for, keys, read_json,
+};
 
 const API_KEY_FIELDS: &[&str] = &[
     "key_id",
@@ -124,102 +124,6 @@ const MEMBER_FIELDS: &[&str] = &[
     "last_login",
 ];
 
-fn keys(v: &Value) -> BTreeSet<String> {
-    v.as_object().expect("an object").keys().cloned().collect()
-}
-
-fn fields(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
-/// A caller: base URL, organization and credential.
-struct Caller {
-    http: Client,
-    base: String,
-    org: String,
-    key: Option<String>,
-    bearer: Option<String>,
-}
-
-impl Caller {
-    fn new(server: &TestServer, org: &str, key: &str) -> Self {
-        Self {
-            http: http_client(),
-            base: server.base.clone(),
-            org: org.to_owned(),
-            key: Some(key.to_owned()),
-            bearer: None,
-        }
-    }
-
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("X-Organization-Id", &self.org);
-        if let Some(key) = &self.key {
-            req = req.header("X-API-Key", key);
-        }
-        if let Some(token) = &self.bearer {
-            req = req.bearer_auth(token);
-        }
-        req
-    }
-
-    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self.request(method, path);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        read(req.send().await.expect("request is answered")).await
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        self.send(Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(Method::POST, path, Some(body)).await
-    }
-
-    /// POST that must answer 201; returns `data`.
-    async fn create(&self, path: &str, body: Value) -> Value {
-        let (status, v) = self.post(path, body).await;
-        assert_eq!(status, StatusCode::CREATED, "POST {path}: {v}");
-        assert_eq!(v["success"], true);
-        v["data"].clone()
-    }
-}
-
-/// Status and JSON body; every JSON answer says so in its Content-Type.
-async fn read(resp: reqwest::Response) -> (StatusCode, Value) {
-    let status = resp.status();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let text = resp.text().await.expect("body");
-    assert!(
-        ct.starts_with("application/json"),
-        "{status} has content-type {ct:?}: {text}"
-    );
-    let v: Value = serde_json::from_str(&text).expect("JSON body");
-    if !status.is_success() {
-        assert_eq!(
-            keys(&v),
-            fields(&["detail"]),
-            "error body is {{detail}}: {v}"
-        );
-        assert!(
-            v["detail"].as_str().is_some_and(|d| d.len() > 10),
-            "detail is a sentence: {v}"
-        );
-    }
-    (status, v)
-}
-
 fn agent_body(name: &str) -> Value {
     json!({
         "agent_name": name, "language": "en", "stt_provider": "deepgram",
@@ -228,24 +132,19 @@ fn agent_body(name: &str) -> Value {
     })
 }
 
-async fn setup(ctx: &TestContext, server: &TestServer) -> Caller {
-    let boot = ctx.bootstrap("Acme").await;
-    Caller::new(server, &boot.organization_id, &boot.api_key)
-}
-
 async fn health_endpoints_need_no_credentials(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
     let http = http_client();
-    let (status, v) = read(http.get(server.url("/healthz")).send().await.unwrap()).await;
+    let (status, v) = read_json(http.get(server.url("/healthz")).send().await.unwrap()).await;
     assert_eq!((status, v), (StatusCode::OK, json!({"status": "ok"})));
-    let (status, _) = read(http.get(server.url("/readyz")).send().await.unwrap()).await;
+    let (status, _) = read_json(http.get(server.url("/readyz")).send().await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     server.stop().await;
 }
 
 async fn agent_round_trip_with_the_bootstrap_key(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let caller = setup(ctx, &server).await;
+    let caller = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let created = caller.create("/api/agents", agent_body("Front desk")).await;
     assert_eq!(keys(&created), fields(AGENT_FIELDS));
     let id = created["agent_id"].as_str().unwrap();
@@ -259,7 +158,7 @@ async fn agent_round_trip_with_the_bootstrap_key(ctx: &TestContext) {
 
 async fn every_route_answers_with_the_spec_shapes(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
 
     // API keys
     let key = c
@@ -393,7 +292,7 @@ async fn every_route_answers_with_the_spec_shapes(ctx: &TestContext) {
 
 async fn call_cursor_walk_over_http(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let agent = c.create("/api/agents", agent_body("Dialer")).await;
     let mut created = Vec::new();
     for _ in 0..121 {
@@ -435,7 +334,7 @@ async fn call_cursor_walk_over_http(ctx: &TestContext) {
 
 async fn bad_list_parameters_are_400(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     for q in [
         "limit=0",
         "limit=101",
@@ -454,21 +353,17 @@ async fn bad_list_parameters_are_400(ctx: &TestContext) {
 
 async fn credentials_map_to_401_and_403(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let other = ctx.bootstrap("Other").await;
     let agent = c.create("/api/agents", agent_body("A")).await;
     let path = format!("/api/agents/{}", agent["agent_id"].as_str().unwrap());
 
-    let http = http_client();
+    let anonymous = ApiCaller {
+        key: None,
+        ..c.clone()
+    };
     // Missing credentials.
-    let (status, _) = read(
-        http.get(server.url(&path))
-            .header("X-Organization-Id", &c.org)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = anonymous.get(&path).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // Unknown key, malformed key, non-Bearer Authorization, expired JWT.
     for (name, value) in [
@@ -480,9 +375,9 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
             format!("Bearer {}", jwt_for("user_0123456789abcdef", None, -600)),
         ),
     ] {
-        let (status, v) = read(
-            http.get(server.url(&path))
-                .header("X-Organization-Id", &c.org)
+        let (status, v) = read_json(
+            anonymous
+                .request(Method::GET, &path)
                 .header(name, value)
                 .send()
                 .await
@@ -499,7 +394,7 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
             json!({"name": "short", "role": "user", "expires_at": expires_at}),
         )
         .await;
-    let short_caller = Caller::new(&server, &c.org, short["api_key"].as_str().unwrap());
+    let short_caller = c.with_key(short["api_key"].as_str().unwrap());
     assert_eq!(short_caller.get(&path).await.0, StatusCode::OK);
     ctx.clock.advance(3600);
     let (status, v) = short_caller.get(&path).await;
@@ -507,7 +402,7 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
     assert!(v["detail"].as_str().unwrap().contains("expired"));
 
     // A valid key used for another organization: 403.
-    let mismatched = Caller::new(&server, &other.organization_id, c.key.as_deref().unwrap());
+    let mismatched = ApiCaller::new(&server, &other.organization_id, c.key.as_deref().unwrap());
     assert_eq!(mismatched.get(&path).await.0, StatusCode::FORBIDDEN);
 
     // A member's JWT works; the same user's JWT in a foreign org is 403.
@@ -516,21 +411,17 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
         .as_str()
         .unwrap()
         .to_owned();
-    let jwt_caller = Caller {
-        key: None,
-        bearer: Some(jwt_for(&user_id, None, 600)),
-        ..Caller::new(&server, &c.org, "")
-    };
+    let jwt_caller = c.with_bearer(&jwt_for(&user_id, None, 600));
     let (status, v) = jwt_caller.get(&path).await;
     assert_eq!(status, StatusCode::OK, "{v}");
-    let foreign = Caller {
-        org: other.organization_id.clone(),
+    let foreign = ApiCaller {
+        org: Some(other.organization_id.clone()),
         ..jwt_caller
     };
     assert_eq!(foreign.get(&path).await.0, StatusCode::FORBIDDEN);
 
     // The other organization's admin sees a 404, as for an unknown id.
-    let outsider = Caller::new(&server, &other.organization_id, &other.api_key);
+    let outsider = ApiCaller::new(&server, &other.organization_id, &other.api_key);
     assert_eq!(outsider.get(&path).await.0, StatusCode::NOT_FOUND);
     assert_eq!(
         outsider.get("/api/agents/agent_ffffffffffffffff").await.0,
@@ -545,11 +436,11 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
 
 async fn user_role_gets_403_on_create(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let admin = setup(ctx, &server).await;
+    let admin = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let key = admin
         .create("/api/api-keys", json!({"name": "viewer", "role": "user"}))
         .await;
-    let user = Caller::new(&server, &admin.org, key["api_key"].as_str().unwrap());
+    let user = admin.with_key(key["api_key"].as_str().unwrap());
     let agent = admin.create("/api/agents", agent_body("A")).await;
     for (path, body) in [
         ("/api/agents", agent_body("B")),
@@ -594,7 +485,7 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
         },
     )
     .await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     // Unknown route and wrong method.
     assert_eq!(c.get("/api/nothing-here").await.0, StatusCode::NOT_FOUND);
     let resp = c
@@ -605,7 +496,7 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
     assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
     assert!(resp.headers().get("allow").is_some());
     // Not JSON, invalid JSON, unknown field, missing field, wrong content type, too large.
-    let (status, _) = read(
+    let (status, _) = read_json(
         c.request(Method::POST, "/api/agents")
             .header("content-type", "application/json")
             .body("{nope")
@@ -626,7 +517,7 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
     let (status, v) = c.post("/api/agents", json!({"agent_name": "x"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(v["detail"].as_str().unwrap().contains("language"), "{v}");
-    let (status, _) = read(
+    let (status, _) = read_json(
         c.request(Method::POST, "/api/agents")
             .header("content-type", "text/plain")
             .body(agent_body("x").to_string())
@@ -663,10 +554,10 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
 
 async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = setup(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     // Closing the pool makes every query fail as an unreachable database would.
     ctx.repo.connection().clone().close().await.unwrap();
-    let (status, v) = read(
+    let (status, v) = read_json(
         http_client()
             .get(server.url("/readyz"))
             .send()

@@ -9,46 +9,13 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_clients::{HttpClient, HttpSettings, HttpTelephonyValidator, TelephonySettings};
-use voiceplane_suite::{TestContext, TestServer, db_tests, http_client, jwt_for};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, jwt_for};
 use wiremock::matchers::{basic_auth, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const GOOD_SID: &str = "AC00000000000000000000000000000001";
 const BAD_SID: &str = "AC00000000000000000000000000000002";
 const TOKEN: &str = "auth-token-for-tests";
-
-struct Caller {
-    http: reqwest::Client,
-    base: String,
-    org: String,
-    key: String,
-}
-
-impl Caller {
-    async fn send(&self, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(m, format!("{}{path}", self.base))
-            .header("X-Organization-Id", &self.org)
-            .header("X-API-Key", &self.key);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status();
-        (status, resp.json().await.unwrap())
-    }
-}
-
-async fn caller(ctx: &TestContext, server: &TestServer) -> Caller {
-    let boot = ctx.bootstrap("Acme").await;
-    Caller {
-        http: http_client(),
-        base: server.base.clone(),
-        org: boot.organization_id,
-        key: boot.api_key,
-    }
-}
 
 fn integration(sid: &str) -> Value {
     json!({"name": "Main", "provider": "twilio", "category": "telephony",
@@ -57,7 +24,7 @@ fn integration(sid: &str) -> Value {
 
 async fn revoke_over_http(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = caller(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let (_, key) = c
         .send(
             Method::POST,
@@ -66,10 +33,7 @@ async fn revoke_over_http(ctx: &TestContext) {
         )
         .await;
     let key_id = key["data"]["key_id"].as_str().unwrap();
-    let user = Caller {
-        key: key["data"]["api_key"].as_str().unwrap().into(),
-        ..caller_clone(&c)
-    };
+    let user = c.with_key(key["data"]["api_key"].as_str().unwrap());
 
     let (status, v) = user
         .send(Method::DELETE, &format!("/api/api-keys/{key_id}"), None)
@@ -115,10 +79,9 @@ async fn revoke_over_http(ctx: &TestContext) {
         )
         .await;
     let second = TestServer::start_configured(ctx, |s| s).await;
-    let on_second = Caller {
-        key: key2["data"]["api_key"].as_str().unwrap().into(),
+    let on_second = ApiCaller {
         base: second.base.clone(),
-        ..caller_clone(&c)
+        ..c.with_key(key2["data"]["api_key"].as_str().unwrap())
     };
     assert_eq!(
         on_second.send(Method::GET, "/api/tools", None).await.0,
@@ -137,15 +100,6 @@ async fn revoke_over_http(ctx: &TestContext) {
     );
     second.stop().await;
     server.stop().await;
-}
-
-fn caller_clone(c: &Caller) -> Caller {
-    Caller {
-        http: c.http.clone(),
-        base: c.base.clone(),
-        org: c.org.clone(),
-        key: c.key.clone(),
-    }
 }
 
 async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
@@ -172,7 +126,7 @@ async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
     )
     .unwrap();
     let server = TestServer::start_configured(ctx, |s| s.with_telephony(Arc::new(validator))).await;
-    let c = caller(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
 
     for (sid, expected) in [(GOOD_SID, "active"), (BAD_SID, "invalid")] {
         let (status, created) = c
@@ -181,13 +135,9 @@ async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
         assert_eq!(status, StatusCode::CREATED, "{created}");
         assert!(!created.to_string().contains(TOKEN));
         let id = created["data"]["integration_id"].as_str().unwrap();
-        let url = format!("{}/api/integrations/{id}/validate", c.base);
         // JSON is required.
         let resp = c
-            .http
-            .post(&url)
-            .header("X-Organization-Id", &c.org)
-            .header("X-API-Key", &c.key)
+            .request(Method::POST, &format!("/api/integrations/{id}/validate"))
             .header("Content-Type", "text/plain")
             .body("{}")
             .send()
@@ -232,9 +182,9 @@ async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
     .unwrap();
     let server =
         TestServer::start_configured(ctx, |s| s.with_telephony(Arc::new(unreachable))).await;
-    let c = Caller {
+    let c = ApiCaller {
         base: server.base.clone(),
-        ..caller_clone(&c)
+        ..c
     };
     let (_, created) = c
         .send(
@@ -261,7 +211,7 @@ async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
 
 async fn integration_delete_conflict_over_http(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = caller(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let (_, created) = c
         .send(
             Method::POST,
@@ -313,7 +263,7 @@ async fn integration_delete_conflict_over_http(ctx: &TestContext) {
 
 async fn crud_routes_answer_with_envelopes(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = caller(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let (_, tool) = c
         .send(
             Method::POST,
@@ -393,7 +343,7 @@ async fn crud_routes_answer_with_envelopes(ctx: &TestContext) {
 
 async fn members_and_invitations_over_http(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
-    let c = caller(ctx, &server).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     let (status, inv) = c
         .send(
             Method::POST,
@@ -405,13 +355,15 @@ async fn members_and_invitations_over_http(ctx: &TestContext) {
     let invite_id = inv["data"]["invite_id"].as_str().unwrap();
     // Accept: the invitee's JWT, no organization header.
     let token = jwt_for("user_kim0000000000000001", Some("kim@example.com"), 600);
-    let resp = c
-        .http
-        .post(format!(
-            "{}/api/auth/invitations/{invite_id}/accept",
-            c.base
-        ))
-        .bearer_auth(&token)
+    let invitee = ApiCaller {
+        org: None,
+        ..c.with_bearer(&token)
+    };
+    let resp = invitee
+        .request(
+            Method::POST,
+            &format!("/api/auth/invitations/{invite_id}/accept"),
+        )
         .send()
         .await
         .unwrap();

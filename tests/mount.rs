@@ -10,9 +10,9 @@
 #[path = "../examples/axum_mount.rs"]
 mod axum_mount;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_suite::{TestContext, http_client};
+use voiceplane_suite::{ApiCaller, TestContext, http_client};
 
 /// Serves `axum_mount::app` on `127.0.0.1:0`; returns its base URL and a stop switch.
 async fn serve_example(
@@ -71,11 +71,9 @@ async fn the_api_is_mounted_under_voice_inside_the_app() {
     assert_eq!(res.json::<Value>().await.unwrap(), json!({"status": "ok"}));
 
     // A real write and read through the mount, with the bootstrap key.
-    let authed = |req: reqwest::RequestBuilder| {
-        req.header("X-API-Key", &org.api_key)
-            .header("X-Organization-Id", &org.organization_id)
-    };
-    let res = authed(client.post(format!("{base}/voice/api/agents")))
+    let voice = ApiCaller::at(&format!("{base}/voice"), &org.organization_id, &org.api_key);
+    let res = voice
+        .request(Method::POST, "/api/agents")
         .json(&json!({
             "agent_name": "Mounted desk",
             "language": "en",
@@ -94,7 +92,8 @@ async fn the_api_is_mounted_under_voice_inside_the_app() {
     let created: Value = res.json().await.unwrap();
     let agent_id = created["data"]["agent_id"].as_str().unwrap().to_owned();
 
-    let res = authed(client.get(format!("{base}/voice/api/agents/{agent_id}")))
+    let res = voice
+        .request(Method::GET, &format!("/api/agents/{agent_id}"))
         .header("X-Request-Id", "mount-test-1")
         .send()
         .await
@@ -106,7 +105,8 @@ async fn the_api_is_mounted_under_voice_inside_the_app() {
     assert_eq!(viewed["data"], created["data"]);
     assert_eq!(viewed["data"]["agent_name"], "Mounted desk");
 
-    let res = authed(client.get(format!("{base}/voice/api/api-keys")))
+    let res = voice
+        .request(Method::GET, "/api/api-keys")
         .send()
         .await
         .unwrap();

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use voiceplane_core::blob::BlobStore;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore, S3Settings};
-use voiceplane_suite::{TestContext, TestServer, db_tests, http_client};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, http_client};
 
 const LIMIT: u64 = 1024 * 1024;
 const TO: &str = "+14155550123";
@@ -71,58 +71,38 @@ fn audio(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-struct Caller {
-    http: reqwest::Client,
-    base: String,
-    org: String,
-    key: String,
+async fn upload(
+    c: &ApiCaller,
+    sid: &str,
+    content_type: &str,
+    bytes: Vec<u8>,
+) -> (StatusCode, Value) {
+    let resp = c
+        .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .header("Content-Type", content_type)
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    (resp.status(), resp.json().await.unwrap_or(Value::Null))
 }
 
-impl Caller {
-    fn req(&self, m: Method, path: &str) -> reqwest::RequestBuilder {
-        self.http
-            .request(m, format!("{}{path}", self.base))
-            .header("X-Organization-Id", &self.org)
-            .header("X-API-Key", &self.key)
-    }
-
-    async fn json(&self, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self.req(m, path);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status(), resp.json().await.unwrap())
-    }
-
-    async fn upload(&self, sid: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
-        let resp = self
-            .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
-            .header("Content-Type", content_type)
-            .body(bytes)
-            .send()
-            .await
-            .unwrap();
-        (resp.status(), resp.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn download(&self, sid: &str) -> reqwest::Response {
-        self.req(Method::GET, &format!("/api/calls/{sid}/recording/download"))
-            .send()
-            .await
-            .unwrap()
-    }
+async fn download(c: &ApiCaller, sid: &str) -> reqwest::Response {
+    c.request(Method::GET, &format!("/api/calls/{sid}/recording/download"))
+        .send()
+        .await
+        .unwrap()
 }
 
-async fn call(c: &Caller) -> String {
+async fn call(c: &ApiCaller) -> String {
     let (_, agent) = c
-        .json(Method::POST, "/api/agents", Some(json!({
+        .send(Method::POST, "/api/agents", Some(json!({
             "agent_name": "A", "language": "en", "stt_provider": "s", "tts_provider": "provider_one",
             "tts_voice": "v", "llm_provider": "l", "llm_model": "m"
         })))
         .await;
     let (status, call) = c
-        .json(Method::POST, "/api/calls", Some(json!({"agent_id": agent["data"]["agent_id"], "to_number": TO, "call_type": "outbound"})))
+        .send(Method::POST, "/api/calls", Some(json!({"agent_id": agent["data"]["agent_id"], "to_number": TO, "call_type": "outbound"})))
         .await;
     assert_eq!(status, StatusCode::CREATED);
     call["data"]["call_sid"].as_str().unwrap().to_owned()
@@ -152,17 +132,12 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     })
     .await;
     let boot = ctx.bootstrap("Acme").await;
-    let c = Caller {
-        http: http_client(),
-        base: server.base.clone(),
-        org: boot.organization_id,
-        key: boot.api_key,
-    };
+    let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
     let sid = call(&c).await;
 
     // Nothing yet.
     assert_eq!(
-        c.json(
+        c.send(
             Method::GET,
             &format!("/api/calls/{sid}/recording/stream"),
             None
@@ -171,20 +146,20 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         .0,
         StatusCode::NOT_FOUND
     );
-    assert_eq!(c.download(&sid).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(download(&c, &sid).await.status(), StatusCode::NOT_FOUND);
     // Wrong type, too large (declared and streamed), and a broken stream store nothing.
     assert_eq!(
-        c.upload(&sid, "text/plain", b"hello".to_vec()).await.0,
+        upload(&c, &sid, "text/plain", b"hello".to_vec()).await.0,
         StatusCode::UNSUPPORTED_MEDIA_TYPE
     );
     assert_eq!(
-        c.upload(&sid, "audio/wav", audio(LIMIT as usize + 1, 1))
+        upload(&c, &sid, "audio/wav", audio(LIMIT as usize + 1, 1))
             .await
             .0,
         StatusCode::PAYLOAD_TOO_LARGE
     );
     assert_eq!(
-        c.json(
+        c.send(
             Method::GET,
             &format!("/api/calls/{sid}/recording/stream"),
             None
@@ -197,13 +172,13 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
 
     // A real upload.
     let wav = audio(300_000, 7);
-    let (status, v) = c.upload(&sid, "audio/wav", wav.clone()).await;
+    let (status, v) = upload(&c, &sid, "audio/wav", wav.clone()).await;
     assert_eq!(status, StatusCode::OK, "{name}: {v}");
     assert_eq!(v["data"]["call_sid"], sid.as_str());
 
     // The stream link plays without credentials, seeks with Range, and refuses tampering.
     let (status, link) = c
-        .json(
+        .send(
             Method::GET,
             &format!("/api/calls/{sid}/recording/stream"),
             None,
@@ -270,7 +245,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     }
 
     // Download: the bytes, as an attachment, with its length.
-    let resp = c.download(&sid).await;
+    let resp = download(&c, &sid).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()["content-type"], "audio/wav");
     assert_eq!(
@@ -289,7 +264,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
         (0..40).map(|i| Ok(audio(64 * 1024, i))).collect();
     let resp = c
-        .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
         .header("Content-Type", "audio/wav")
         .body(reqwest::Body::wrap_stream(tokio_stream(chunks)))
         .send()
@@ -301,7 +276,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         (0..3).map(|i| Ok(audio(64 * 1024, i))).collect();
     broken.push(Err(std::io::Error::other("client gave up")));
     let resp = c
-        .req(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
         .header("Content-Type", "audio/wav")
         .body(reqwest::Body::wrap_stream(tokio_stream(broken)))
         .send()
@@ -310,7 +285,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         resp.is_err() || !resp.unwrap().status().is_success(),
         "{name}"
     );
-    let resp = c.download(&sid).await;
+    let resp = download(&c, &sid).await;
     assert_eq!(
         resp.bytes().await.unwrap().as_ref(),
         wav.as_slice(),
@@ -320,11 +295,11 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     // Replacing with an mp3 switches the format and removes the old file.
     let mp3 = audio(1234, 9);
     assert_eq!(
-        c.upload(&sid, "audio/mpeg", mp3.clone()).await.0,
+        upload(&c, &sid, "audio/mpeg", mp3.clone()).await.0,
         StatusCode::OK
     );
     let (_, link) = c
-        .json(
+        .send(
             Method::GET,
             &format!("/api/calls/{sid}/recording/stream"),
             None,
@@ -342,7 +317,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         mp3.as_slice(),
         "{name}"
     );
-    let old_key = format!("recordings/{}/{sid}.wav", c.org);
+    let old_key = format!("recordings/{}/{sid}.wav", boot.organization_id);
     assert_eq!(
         store.stat(&old_key).await.unwrap(),
         None,
@@ -351,19 +326,14 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
 
     // Another organization's call is not found, for every recording route.
     let other = ctx.bootstrap("Other").await;
-    let outsider = Caller {
-        org: other.organization_id,
-        key: other.api_key,
-        http: c.http.clone(),
-        base: c.base.clone(),
-    };
+    let outsider = ApiCaller::new(&server, &other.organization_id, &other.api_key);
     assert_eq!(
-        outsider.download(&sid).await.status(),
+        download(&outsider, &sid).await.status(),
         StatusCode::NOT_FOUND
     );
     assert_eq!(
         outsider
-            .json(
+            .send(
                 Method::GET,
                 &format!("/api/calls/{sid}/recording/stream"),
                 None
@@ -373,7 +343,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        outsider.upload(&sid, "audio/wav", b"x".to_vec()).await.0,
+        upload(&outsider, &sid, "audio/wav", b"x".to_vec()).await.0,
         StatusCode::NOT_FOUND
     );
 
@@ -387,7 +357,7 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     body.extend_from_slice(&file);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     let resp = c
-        .req(Method::POST, "/api/knowledge-base")
+        .request(Method::POST, "/api/knowledge-base")
         .header(
             "Content-Type",
             format!("multipart/form-data; boundary={boundary}"),
@@ -407,14 +377,14 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     assert_eq!(d["processing_status"], "pending");
     let key = d["storage_key"].as_str().unwrap().to_owned();
     assert!(
-        key.starts_with(&format!("knowledge-base/{}/", c.org)),
+        key.starts_with(&format!("knowledge-base/{}/", boot.organization_id)),
         "{key}"
     );
     assert!(d["storage_uri"].as_str().unwrap().ends_with(&key), "{d}");
     assert_eq!(store.stat(&key).await.unwrap().map(|m| m.size), Some(5000));
     let id = d["documentation_id"].as_str().unwrap();
     assert_eq!(
-        c.json(Method::DELETE, &format!("/api/knowledge-base/{id}"), None)
+        c.send(Method::DELETE, &format!("/api/knowledge-base/{id}"), None)
             .await
             .0,
         StatusCode::OK

@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use reqwest::StatusCode;
-use voiceplane_suite::{TestContext, TestServer, http_client};
+use reqwest::{Method, StatusCode};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, http_client};
 
 fn is_generated(id: &str) -> bool {
     id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -26,10 +26,8 @@ async fn every_response_carries_a_request_id() {
     let client = http_client();
 
     // Echoed, on a success and on errors.
-    let res = client
-        .get(server.url("/api/api-keys"))
-        .header("X-API-Key", &org.api_key)
-        .header("X-Organization-Id", &org.organization_id)
+    let res = ApiCaller::new(&server, &org.organization_id, &org.api_key)
+        .request(Method::GET, "/api/api-keys")
         .header("X-Request-Id", "client-abc-123")
         .send()
         .await

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use reqwest::Method;
 use serde_json::{Value, json};
 use voiceplane_clients::{HttpClient, HttpSettings, HttpTelephonyValidator, TelephonySettings};
-use voiceplane_suite::{TestContext, TestServer, http_client, jwt_for};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, jwt_for};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -38,25 +38,6 @@ struct Bodies {
     secrets: Vec<String>,
 }
 
-async fn send(
-    http: &reqwest::Client,
-    base: &str,
-    org: &str,
-    key: &str,
-    m: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Value {
-    let mut req = http
-        .request(m, format!("{base}{path}"))
-        .header("X-Organization-Id", org)
-        .header("X-API-Key", key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    req.send().await.unwrap().json().await.unwrap()
-}
-
 async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
     let provider = MockServer::start().await;
     Mock::given(method("GET"))
@@ -74,53 +55,34 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
     let server = TestServer::start_configured(ctx, |s| s.with_telephony(Arc::new(validator))).await;
     let boot = ctx.bootstrap("Acme").await;
     bodies.secrets.push(boot.api_key.clone());
-    let http = http_client();
-    let (base, org, key) = (
-        server.base.as_str(),
-        boot.organization_id.as_str(),
-        boot.api_key.as_str(),
-    );
+    let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
     let mut record = |v: Value| bodies.seen.push(v.to_string());
 
-    let created = send(
-        &http,
-        base,
-        org,
-        key,
-        Method::POST,
-        "/api/api-keys",
-        Some(json!({"name": "ci", "role": "user"})),
-    )
-    .await;
+    let created = c
+        .send(
+            Method::POST,
+            "/api/api-keys",
+            Some(json!({"name": "ci", "role": "user"})),
+        )
+        .await
+        .1;
     let secret = created["data"]["api_key"].as_str().unwrap().to_owned();
     // The one response allowed to carry a secret: not recorded, but the secret is hunted.
     let key_id = created["data"]["key_id"].as_str().unwrap().to_owned();
-    record(send(&http, base, org, key, Method::GET, "/api/api-keys", None).await);
-    record(send(&http, base, org, &secret, Method::GET, "/api/tools", None).await);
+    let as_ci = c.with_key(&secret);
+    record(c.send(Method::GET, "/api/api-keys", None).await.1);
+    record(as_ci.send(Method::GET, "/api/tools", None).await.1);
     record(
-        send(
-            &http,
-            base,
-            org,
-            key,
-            Method::DELETE,
-            &format!("/api/api-keys/{key_id}"),
-            None,
-        )
-        .await,
+        c.send(Method::DELETE, &format!("/api/api-keys/{key_id}"), None)
+            .await
+            .1,
     );
-    record(send(&http, base, org, &secret, Method::GET, "/api/tools", None).await);
+    record(as_ci.send(Method::GET, "/api/tools", None).await.1);
     record(
-        send(
-            &http,
-            base,
-            org,
-            "vpk_wrongwrongwrongwrongwrongwrongwrongwron",
-            Method::GET,
-            "/api/tools",
-            None,
-        )
-        .await,
+        c.with_key("vpk_wrongwrongwrongwrongwrongwrongwrongwron")
+            .send(Method::GET, "/api/tools", None)
+            .await
+            .1,
     );
 
     let mut integrations = Vec::new();
@@ -128,127 +90,67 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
         json!({"name": "tw", "provider": "twilio", "category": "telephony", "credentials": {"account_sid": SID, "auth_token": AUTH_TOKEN}}),
         json!({"name": "tx", "provider": "telnyx", "category": "telephony", "credentials": {"api_key": TELNYX_KEY}}),
     ] {
-        let v = send(
-            &http,
-            base,
-            org,
-            key,
-            Method::POST,
-            "/api/integrations",
-            Some(body),
-        )
-        .await;
+        let v = c
+            .send(Method::POST, "/api/integrations", Some(body))
+            .await
+            .1;
         integrations.push(v["data"]["integration_id"].as_str().unwrap().to_owned());
         record(v);
     }
     // Bad credential shapes echo nothing back.
-    record(send(&http, base, org, key, Method::POST, "/api/integrations", Some(json!({
+    record(c.send(Method::POST, "/api/integrations", Some(json!({
         "name": "bad", "provider": "twilio", "category": "telephony", "credentials": {"account_sid": AUTH_TOKEN, "auth_token": AUTH_TOKEN}
-    }))).await);
-    record(send(&http, base, org, key, Method::POST, "/api/integrations", Some(json!({
+    }))).await.1);
+    record(c.send(Method::POST, "/api/integrations", Some(json!({
         "name": "bad", "provider": "telnyx", "category": "telephony", "credentials": {"api_key": TELNYX_KEY, "extra": AUTH_TOKEN}
-    }))).await);
+    }))).await.1);
     for id in &integrations {
         record(
-            send(
-                &http,
-                base,
-                org,
-                key,
+            c.send(
                 Method::POST,
                 &format!("/api/integrations/{id}/validate"),
                 Some(json!({})),
             )
-            .await,
+            .await
+            .1,
         );
         record(
-            send(
-                &http,
-                base,
-                org,
-                key,
-                Method::GET,
-                &format!("/api/integrations/{id}"),
-                None,
-            )
-            .await,
+            c.send(Method::GET, &format!("/api/integrations/{id}"), None)
+                .await
+                .1,
         );
         record(
-            send(
-                &http,
-                base,
-                org,
-                key,
+            c.send(
                 Method::PATCH,
                 &format!("/api/integrations/{id}"),
                 Some(json!({"name": "renamed"})),
             )
-            .await,
+            .await
+            .1,
         );
     }
     record(
-        send(
-            &http,
-            base,
-            org,
-            key,
+        c.send(
             Method::PATCH,
             &format!("/api/integrations/{}", integrations[1]),
             Some(json!({"credentials": {"api_key": TELNYX_KEY}})),
         )
-        .await,
+        .await
+        .1,
     );
-    record(
-        send(
-            &http,
-            base,
-            org,
-            key,
-            Method::GET,
-            "/api/integrations",
-            None,
-        )
-        .await,
-    );
+    record(c.send(Method::GET, "/api/integrations", None).await.1);
     for id in &integrations {
         record(
-            send(
-                &http,
-                base,
-                org,
-                key,
-                Method::DELETE,
-                &format!("/api/integrations/{id}"),
-                None,
-            )
-            .await,
+            c.send(Method::DELETE, &format!("/api/integrations/{id}"), None)
+                .await
+                .1,
         );
     }
     // Bearer tokens are secrets too.
     let jwt = jwt_for(&boot.user_id, None, 600);
     bodies.secrets.push(jwt.clone());
-    let v: Value = http
-        .get(format!("{base}/api/tools"))
-        .header("X-Organization-Id", org)
-        .bearer_auth(&jwt)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    record(v);
-    let v: Value = http
-        .get(format!("{base}/api/tools"))
-        .header("X-Organization-Id", org)
-        .bearer_auth(format!("{jwt}x"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    record(v);
+    record(c.with_bearer(&jwt).get("/api/tools").await.1);
+    record(c.with_bearer(&format!("{jwt}x")).get("/api/tools").await.1);
     bodies.secrets.push(secret);
     server.stop().await;
 }

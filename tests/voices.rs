@@ -5,16 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_clients::{
     HttpClient, HttpSettings, ProviderOne, ProviderOneSettings, ProviderTwo, ProviderTwoSettings,
 };
 use voiceplane_core::voice::VoiceProviders;
-use voiceplane_suite::{TestContext, TestServer, db_tests, http_client};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, fields, keys};
 use wiremock::matchers::{any, body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -31,14 +31,6 @@ const VOICE_FIELDS: &[&str] = &[
     "has_preview",
 ];
 const LIBRARY_VOICE_FIELDS: &[&str] = &["id", "public_owner_id", "name", "preview_url"];
-
-fn keys(v: &Value) -> BTreeSet<String> {
-    v.as_object().expect("an object").keys().cloned().collect()
-}
-
-fn fields(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
 
 /// Both providers at `base` (one fake server answers both: their paths differ), with keys
 /// when `configured`.
@@ -70,82 +62,42 @@ fn providers(base: &str, configured: bool) -> VoiceProviders {
     }
 }
 
-/// A caller of our API with an API key.
-struct Caller {
-    http: reqwest::Client,
-    base: String,
-    org: String,
-    key: Option<String>,
+/// What this suite checks of every answer besides [`voiceplane_suite::read_json`]'s (which
+/// include an error body being exactly `{detail}`): exactly `application/json`, and no
+/// provider key or upstream body in an error's detail.
+fn check_answer(status: StatusCode, headers: &HeaderMap, v: &Value) {
+    assert_eq!(
+        headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    if !status.is_success() {
+        let detail = v["detail"].as_str().unwrap();
+        for secret in [KEY_ONE, KEY_TWO, UPSTREAM_BODY] {
+            assert!(!detail.contains(secret), "{secret} leaked: {detail}");
+        }
+    }
 }
 
-impl Caller {
-    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("X-Organization-Id", &self.org);
-        if let Some(key) = &self.key {
-            req = req.header("X-API-Key", key);
-        }
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.expect("request is answered");
-        let status = resp.status();
-        assert_eq!(
-            resp.headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok()),
-            Some("application/json")
-        );
-        let v: Value = resp.json().await.expect("JSON body");
-        if !status.is_success() {
-            assert_eq!(
-                keys(&v),
-                fields(&["detail"]),
-                "error body is {{detail}}: {v}"
-            );
-            let detail = v["detail"].as_str().unwrap();
-            for secret in [KEY_ONE, KEY_TWO, UPSTREAM_BODY] {
-                assert!(!detail.contains(secret), "{secret} leaked: {detail}");
-            }
-        }
-        (status, v)
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        self.send(Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(Method::POST, path, Some(body)).await
-    }
-
-    /// A caller of the same organization with a new key of `role`.
-    async fn with_role(&self, role: &str) -> Caller {
-        let (status, v) = self
-            .post("/api/api-keys", json!({"name": role, "role": role}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{v}");
-        Caller {
-            http: self.http.clone(),
-            base: self.base.clone(),
-            org: self.org.clone(),
-            key: Some(v["data"]["api_key"].as_str().unwrap().to_owned()),
-        }
-    }
+/// A caller of the same organization with a new key of `role`.
+async fn with_role(caller: &ApiCaller, role: &str) -> ApiCaller {
+    let (status, v) = caller
+        .post("/api/api-keys", json!({"name": role, "role": role}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    caller.with_key(v["data"]["api_key"].as_str().unwrap())
 }
 
 /// Our API with providers pointing at `upstream`, and an admin caller.
-async fn setup(ctx: &TestContext, upstream: &MockServer, configured: bool) -> (TestServer, Caller) {
+async fn setup(
+    ctx: &TestContext,
+    upstream: &MockServer,
+    configured: bool,
+) -> (TestServer, ApiCaller) {
     let voices = providers(&upstream.uri(), configured);
     let server = TestServer::start_configured(ctx, |s| s.with_voice_providers(voices)).await;
-    let boot = ctx.bootstrap("Acme").await;
-    let caller = Caller {
-        http: http_client(),
-        base: server.base.clone(),
-        org: boot.organization_id,
-        key: Some(boot.api_key),
+    let caller = ApiCaller {
+        check: Some(check_answer),
+        ..ApiCaller::bootstrap(ctx, &server, "Acme").await
     };
     (server, caller)
 }
@@ -332,13 +284,13 @@ async fn adding_a_shared_voice(ctx: &TestContext) {
         .await;
     assert_eq!((status, v), (StatusCode::OK, json!({"voice_id": "acct-7"})));
 
-    let manager = admin.with_role("agent_manager").await;
+    let manager = with_role(&admin, "agent_manager").await;
     let (status, _) = manager
         .post("/api/voices/provider_two/library/add", body.clone())
         .await;
     assert_eq!(status, StatusCode::OK);
 
-    let user = admin.with_role("user").await;
+    let user = with_role(&admin, "user").await;
     let (status, v) = user
         .post("/api/voices/provider_two/library/add", body.clone())
         .await;
@@ -393,7 +345,7 @@ async fn adding_a_shared_voice(ctx: &TestContext) {
 async fn voice_endpoints_need_credentials(ctx: &TestContext) {
     let upstream = MockServer::start().await;
     let (server, admin) = setup(ctx, &upstream, true).await;
-    let anonymous = Caller { key: None, ..admin };
+    let anonymous = ApiCaller { key: None, ..admin };
     for (method, path) in [
         (Method::GET, "/api/voices/search?provider=provider_one"),
         (Method::GET, "/api/voices/provider_two/library"),
