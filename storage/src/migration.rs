@@ -35,6 +35,16 @@ fn org_fk(table: &'static str) -> ForeignKeyCreateStatement {
         .take()
 }
 
+/// A foreign key to `users`, cascading deletes: a user's memberships and keys go with them.
+fn user_fk(table: &'static str) -> ForeignKeyCreateStatement {
+    ForeignKey::create()
+        .name(format!("fk_{table}_user"))
+        .from(table, "user_id")
+        .to("users", "user_id")
+        .on_delete(ForeignKeyAction::Cascade)
+        .take()
+}
+
 /// The keyset index every list of `table` scans: `(organization_id, created_at, id)`.
 fn keyset_index(table: &'static str, id: &'static str) -> IndexCreateStatement {
     Index::create()
@@ -89,13 +99,7 @@ impl MigrationTrait for M0001Initial {
                 .col(string("status"))
                 .col(big_integer("created_at"))
                 .foreign_key(&mut org_fk("memberships"))
-                .foreign_key(
-                    ForeignKey::create()
-                        .name("fk_memberships_user")
-                        .from("memberships", "user_id")
-                        .to("users", "user_id")
-                        .on_delete(ForeignKeyAction::Cascade),
-                )
+                .foreign_key(&mut user_fk("memberships"))
                 .take(),
         )
         .await?;
@@ -133,13 +137,7 @@ impl MigrationTrait for M0001Initial {
                 .col(big_integer_null("last_used_at"))
                 .col(big_integer_null("expires_at"))
                 .foreign_key(&mut org_fk("api_keys"))
-                .foreign_key(
-                    ForeignKey::create()
-                        .name("fk_api_keys_user")
-                        .from("api_keys", "user_id")
-                        .to("users", "user_id")
-                        .on_delete(ForeignKeyAction::Cascade),
-                )
+                .foreign_key(&mut user_fk("api_keys"))
                 .take(),
         )
         .await?;
