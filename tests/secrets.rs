@@ -182,6 +182,11 @@ async fn no_secret_reaches_a_response_or_the_log() {
         log.contains("request completed"),
         "the log was captured: {log}"
     );
+    // Each request's span carries its id, so log lines can be matched to responses.
+    assert!(
+        log.contains("request_id="),
+        "the request span records the id: {log}"
+    );
     assert!(bodies.seen.len() > 20);
     for secret in &bodies.secrets {
         assert!(!log.contains(secret.as_str()), "a secret is in the log");

@@ -718,13 +718,6 @@ mod server {
 }
 
 mod request_id {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Metadata};
-
     use super::*;
 
     async fn request_id(req: Request<Full<Bytes>>) -> (StatusCode, Option<String>) {
@@ -812,59 +805,5 @@ mod request_id {
         ))
         .await;
         assert!(is_generated(&id.unwrap()));
-    }
-
-    /// A subscriber that keeps the `request_id` field of every `request` span.
-    #[derive(Default)]
-    struct SpanIds {
-        next: AtomicU64,
-        ids: Mutex<Vec<String>>,
-    }
-
-    struct RequestIdField<'a>(&'a Mutex<Vec<String>>);
-
-    impl Visit for RequestIdField<'_> {
-        fn record_str(&mut self, field: &Field, value: &str) {
-            if field.name() == "request_id" {
-                self.0.lock().unwrap().push(value.to_owned());
-            }
-        }
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            if field.name() == "request_id" {
-                self.0.lock().unwrap().push(format!("{value:?}"));
-            }
-        }
-    }
-
-    impl tracing::Subscriber for SpanIds {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, span: &Attributes<'_>) -> Id {
-            if span.metadata().name() == "request" {
-                span.record(&mut RequestIdField(&self.ids));
-            }
-            Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed) + 1)
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, _: &Event<'_>) {}
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_request_span_records_the_id() {
-        let subscriber = Arc::new(SpanIds::default());
-        let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(subscriber.clone()));
-
-        let (_, echoed) = request_id(empty(
-            Request::get("/healthz").header("x-request-id", "trace-42"),
-        ))
-        .await;
-        let (_, generated) = request_id(empty(Request::get("/healthz"))).await;
-
-        let recorded = subscriber.ids.lock().unwrap().clone();
-        assert_eq!(recorded, vec![echoed.unwrap(), generated.unwrap()]);
     }
 }
