@@ -66,9 +66,13 @@ pub fn is_well_formed_secret(s: &str) -> bool {
 /// SHA-256 (lower-case hex) of a secret. Secrets carry 238 random bits, so a fast hash is
 /// enough: there is nothing to brute-force.
 pub fn hash_secret(secret: &str) -> String {
-    let digest = Sha256::digest(secret.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest {
+    to_hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
         out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
     }

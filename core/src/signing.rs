@@ -44,13 +44,7 @@ impl UrlSigner {
 
     /// The lower-case hex signature of `path` valid until `expires` (Unix seconds).
     pub fn sign(&self, path: &str, expires: i64) -> String {
-        let bytes = self.mac(path, expires).finalize().into_bytes();
-        let mut out = String::with_capacity(64);
-        for b in bytes {
-            out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-            out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-        }
-        out
+        crate::auth::to_hex(&self.mac(path, expires).finalize().into_bytes())
     }
 
     /// Whether `signature` (hex) is the signature of `path` and `expires`.
