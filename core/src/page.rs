@@ -52,13 +52,23 @@ impl Cursor {
     }
 }
 
-/// What a caller asks of a cursor list.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a caller asks of a cursor list: the query string of every list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct PageParams {
-    /// Items per page, 1–100; `None` means [`DEFAULT_LIMIT`].
+    /// Items per page.
+    #[cfg_attr(feature = "openapi", schemars(range(min = 1, max = 100), extend("default" = DEFAULT_LIMIT)))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// The `pagination.next_cursor` of the previous page; omitted (or empty) for the first
+    /// page.
+    #[serde(default, deserialize_with = "empty_as_none")]
     pub cursor: Option<String>,
+}
+
+/// An empty value means the parameter was not given.
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(value.filter(|v| !v.is_empty()))
 }
 
 /// A validated page request, as handed to a repository: fetch `limit + 1` rows strictly after

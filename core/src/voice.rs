@@ -181,44 +181,52 @@ pub struct LibraryAdd {
 }
 
 /// Input of [`crate::Service::voice_search`], as read from the query string.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct VoiceSearchInput {
-    /// `provider` (required): `provider_one` or `provider_two`.
+    /// The provider to search.
+    #[cfg_attr(feature = "openapi", schemars(with = "VoiceProviderName"))]
     pub provider: Option<String>,
-    /// `query`: free text.
+    /// Free text.
     pub query: Option<String>,
-    /// `language`: language code.
+    /// Language code.
     pub language: Option<String>,
-    /// `gender`: e.g. `male`, `female`.
+    /// `male` or `female`; most relevant for provider_one.
     pub gender: Option<String>,
-    /// `cursor`: the `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page; omitted for the first page.
     pub cursor: Option<String>,
-    /// `page_size`: 1–100, default [`DEFAULT_SEARCH_PAGE_SIZE`].
+    /// Voices per page.
+    #[cfg_attr(feature = "openapi", schemars(range(min = 1, max = 100), extend("default" = DEFAULT_SEARCH_PAGE_SIZE)))]
     pub page_size: Option<u32>,
 }
 
 /// Input of [`crate::Service::voice_library_list`], as read from the query string.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct LibraryListInput {
-    /// `query`: free text.
+    /// Free text.
     pub query: Option<String>,
-    /// `language`: language code.
+    /// Language code.
     pub language: Option<String>,
-    /// `gender`: e.g. `male`, `female`.
+    /// e.g. `male`, `female`.
     pub gender: Option<String>,
-    /// `age`: e.g. `young`, `middle_aged`, `old`.
+    /// e.g. `young`, `middle_aged`, `old`.
     pub age: Option<String>,
-    /// `accent`.
+    /// Accent.
     pub accent: Option<String>,
-    /// `category`.
+    /// Category.
     pub category: Option<String>,
-    /// `use_cases`, repeatable.
+    /// Use cases; repeat the parameter for several.
+    #[serde(default)]
     pub use_cases: Vec<String>,
-    /// `sort`, default [`DEFAULT_LIBRARY_SORT`].
+    /// Sort order.
+    #[cfg_attr(feature = "openapi", schemars(extend("default" = DEFAULT_LIBRARY_SORT)))]
     pub sort: Option<String>,
-    /// `page`: zero-based page index, default 0.
+    /// Zero-based page index: the previous page's `next_cursor`.
+    #[cfg_attr(feature = "openapi", schemars(range(min = 0), extend("default" = 0)))]
     pub page: Option<u32>,
-    /// `page_size`: 1–100, default [`DEFAULT_LIBRARY_PAGE_SIZE`].
+    /// Voices per page.
+    #[cfg_attr(feature = "openapi", schemars(range(min = 1, max = 100), extend("default" = DEFAULT_LIBRARY_PAGE_SIZE)))]
     pub page_size: Option<u32>,
 }
 

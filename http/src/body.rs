@@ -1,24 +1,19 @@
-//! Request bodies (content-type checks, size limits, JSON decoding) and the response body
-//! type.
+//! Request bodies: content-type checks, size limits and JSON decoding.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use bytes::Bytes;
 use http::{HeaderMap, header};
-use http_body::Body;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body::Body as _;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
-use crate::{BoxError, ResponseBody};
+use crate::endpoint::RequestBody;
+use crate::error::{ApiError, payload_too_large};
 
 /// The 415 detail for a JSON body sent with another `Content-Type`.
 pub(crate) const JSON_REQUIRED: &str = "Content-Type must be application/json";
-
-/// A complete response body holding `bytes`.
-pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
 
 /// What the `Content-Type` of a request says about JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,31 +66,39 @@ pub(crate) fn require_json(headers: &HeaderMap, detail: &str) -> Result<(), ApiE
     }
 }
 
-/// Reads the whole body, at most `limit` bytes. A declared `Content-Length` (or body size
-/// hint) above the limit is refused before anything is read; a body that turns out longer
-/// while reading is refused as soon as it crosses the limit. Both are 413.
-pub(crate) async fn collect_limited<B>(
-    headers: &HeaderMap,
-    body: B,
-    limit: usize,
-) -> Result<Bytes, ApiError>
-where
-    B: Body + Send,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
-    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+/// Refuses a body whose declared `Content-Length` is over `limit` before reading any of it.
+pub(crate) fn check_declared_length(headers: &HeaderMap, limit: u64) -> Result<(), ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit_u64) || body.size_hint().lower() > limit_u64 {
-        return Err(ApiError::payload_too_large(limit));
+    match declared {
+        Some(n) if n > limit => Err(payload_too_large(limit).into()),
+        _ => Ok(()),
     }
-    match Limited::new(body, limit).collect().await {
+}
+
+/// Reads the whole body, at most `limit` bytes. A declared `Content-Length` (or body size
+/// hint) above the limit is refused before anything is read; a body that turns out longer
+/// while reading is refused as soon as it crosses the limit. Both are 413.
+pub(crate) async fn collect_limited(
+    headers: &HeaderMap,
+    body: RequestBody,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    check_declared_length(headers, limit_u64)?;
+    if body.size_hint().lower() > limit_u64 {
+        return Err(payload_too_large(limit_u64).into());
+    }
+    // Boxed so that the future is checked `Send` here, with concrete types: inside the
+    // extractors' generic futures the compiler cannot prove it (rust-lang/rust#102211).
+    let collected: Pin<Box<dyn Future<Output = _> + Send>> =
+        Box::pin(Limited::new(body, limit).collect());
+    match collected.await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::payload_too_large(limit))
+            Err(payload_too_large(limit_u64).into())
         }
         Err(err) => {
             tracing::debug!(error = %err, "could not read the request body");
@@ -107,18 +110,12 @@ where
 /// Decodes a JSON body into `T`. `415` unless `Content-Type` is JSON (with `wrong_type` as
 /// the detail), `413` above `limit`, `400` when empty, not JSON, or not the expected shape
 /// (the detail carries serde's message, which names unknown or missing fields).
-pub(crate) async fn read_json<T, B>(
+pub(crate) async fn read_json<T: DeserializeOwned>(
     headers: &HeaderMap,
-    body: B,
+    body: RequestBody,
     limit: usize,
     wrong_type: &str,
-) -> Result<T, ApiError>
-where
-    T: DeserializeOwned,
-    B: Body + Send,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
+) -> Result<T, ApiError> {
     require_json(headers, wrong_type)?;
     let bytes = collect_limited(headers, body, limit).await?;
     decode_json(&bytes)
@@ -146,7 +143,11 @@ mod tests {
     use http::{HeaderValue, StatusCode};
     use http_body::Frame;
 
+    use http_body::Body;
+    use http_body_util::Full;
+
     use super::*;
+    use crate::endpoint::boxed;
 
     fn with_type(ct: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -248,26 +249,30 @@ mod tests {
         // Declared too large: refused before reading.
         let mut h = with_type("application/json");
         h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("11"));
-        let e = collect_limited(&h, Full::new(Bytes::from_static(b"{}")), 10)
+        let e = collect_limited(&h, boxed(Full::new(Bytes::from_static(b"{}"))), 10)
             .await
             .unwrap_err();
         assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(e.detail(), "request body exceeds the limit of 10 bytes");
 
         // Size hint too large.
-        let e = collect_limited(&HeaderMap::new(), Full::new(Bytes::from(vec![0; 11])), 10)
-            .await
-            .unwrap_err();
+        let e = collect_limited(
+            &HeaderMap::new(),
+            boxed(Full::new(Bytes::from(vec![0; 11]))),
+            10,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
         // Streamed past the limit without a declared length.
-        let e = collect_limited(&HeaderMap::new(), chunks(3, 4), 10)
+        let e = collect_limited(&HeaderMap::new(), boxed(chunks(3, 4)), 10)
             .await
             .unwrap_err();
         assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
         // Exactly at the limit.
-        let b = collect_limited(&HeaderMap::new(), chunks(2, 5), 10)
+        let b = collect_limited(&HeaderMap::new(), boxed(chunks(2, 5)), 10)
             .await
             .unwrap();
         assert_eq!(b.len(), 10);

@@ -2,11 +2,12 @@
 //! every failure goes through: `{"detail": "<sentence>"}` with `Content-Type:
 //! application/json`.
 
-use http::{HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderName, HeaderValue, Method, Response, StatusCode, header};
+use schemars::JsonSchema;
+use serde::Serialize;
 use voiceplane_core::Error;
 
 use crate::ResponseBody;
-use crate::body::full;
 
 /// The HTTP status of a domain error. This is the only place where a status is derived from
 /// a [`voiceplane_core::Error`].
@@ -30,8 +31,21 @@ pub fn status_for(err: &Error) -> StatusCode {
 pub(crate) struct ApiError {
     status: StatusCode,
     detail: String,
-    /// The `Allow` header of a 405.
-    allow: Option<String>,
+    /// Headers the status calls for: `Allow` on a 405, `Content-Range` on a 416.
+    header: Option<(HeaderName, String)>,
+}
+
+/// `{"detail": "<sentence>"}`: the body of every error.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Error")]
+pub(crate) struct ErrorBody<'a> {
+    /// A human-readable sentence.
+    detail: &'a str,
+}
+
+/// The error of a body, JSON or streamed upload, larger than `limit` bytes.
+pub(crate) fn payload_too_large(limit: u64) -> Error {
+    Error::PayloadTooLarge(format!("request body exceeds the limit of {limit} bytes"))
 }
 
 impl ApiError {
@@ -40,7 +54,7 @@ impl ApiError {
         Self {
             status,
             detail: detail.into(),
-            allow: None,
+            header: None,
         }
     }
 
@@ -52,14 +66,6 @@ impl ApiError {
     /// 401 with `detail`.
     pub(crate) fn unauthenticated(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, detail)
-    }
-
-    /// 413 naming the limit.
-    pub(crate) fn payload_too_large(limit: usize) -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body exceeds the limit of {limit} bytes"),
-        )
     }
 
     /// 415 with `detail`.
@@ -84,14 +90,17 @@ impl ApiError {
                 "method {method} is not allowed for {}; allowed: {allow}",
                 truncate(path, 200)
             ),
-            allow: Some(allow),
+            header: Some((header::ALLOW, allow)),
         }
     }
 
-    /// The same error with another status (used by `/readyz`, where every failure is 503).
-    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
+    /// 416 for a range outside an object of `size` bytes, with `Content-Range: bytes */size`.
+    pub(crate) fn range_not_satisfiable(size: u64) -> Self {
+        Self {
+            status: StatusCode::RANGE_NOT_SATISFIABLE,
+            detail: format!("the requested range is outside the recording's {size} bytes"),
+            header: Some((header::CONTENT_RANGE, format!("bytes */{size}"))),
+        }
     }
 
     /// The status this error answers with.
@@ -106,20 +115,18 @@ impl ApiError {
         &self.detail
     }
 
-    /// The response: `{"detail": …}`, JSON, plus `Allow` on a 405.
+    /// The response: `{"detail": …}`, JSON, plus the header its status calls for.
     pub(crate) fn into_response(self) -> Response<ResponseBody> {
-        #[derive(serde::Serialize)]
-        struct Detail<'a> {
-            detail: &'a str,
-        }
         let mut response = crate::response::json(
             self.status,
-            &Detail {
+            &ErrorBody {
                 detail: &self.detail,
             },
         );
-        if let Some(allow) = self.allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
-            response.headers_mut().insert(header::ALLOW, allow);
+        if let Some((name, value)) = self.header
+            && let Ok(value) = HeaderValue::from_str(&value)
+        {
+            response.headers_mut().insert(name, value);
         }
         response
     }
@@ -132,17 +139,6 @@ impl From<Error> for ApiError {
         }
         Self::new(status_for(&err), err.public_message())
     }
-}
-
-/// The response sent when even serializing a response failed.
-pub(crate) fn internal_error_response() -> Response<ResponseBody> {
-    let mut response = Response::new(full(&br#"{"detail":"internal server error"}"#[..]));
-    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 /// Cuts `s` to at most `max` characters for echoing in a detail.
@@ -165,6 +161,8 @@ mod tests {
             (Error::Forbidden("x".into()), 403),
             (Error::NotFound("x".into()), 404),
             (Error::Conflict("x".into()), 409),
+            (Error::PayloadTooLarge("x".into()), 413),
+            (Error::UnsupportedMediaType("x".into()), 415),
             (Error::Upstream("x".into()), 502),
             (Error::Unavailable("x".into()), 503),
             (Error::Internal("x".into()), 500),
@@ -191,6 +189,13 @@ mod tests {
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(r.headers()[header::ALLOW], "POST, GET");
         assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    #[test]
+    fn range_not_satisfiable_carries_content_range() {
+        let r = ApiError::range_not_satisfiable(42).into_response();
+        assert_eq!(r.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */42");
     }
 
     #[test]

@@ -1,11 +1,9 @@
-//! What the adapter reads from a request besides the body: credentials from headers and
-//! page parameters from the query string.
+//! What the adapter reads from a request's headers: the credentials and the organization.
 //!
 //! Credential values are never logged and never echoed in an error detail.
 
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 use voiceplane_core::auth::Credentials;
-use voiceplane_core::page::{MAX_LIMIT, PageParams};
 
 use crate::error::ApiError;
 
@@ -14,21 +12,23 @@ pub(crate) const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 /// `X-Organization-Id`.
 pub(crate) const X_ORGANIZATION_ID: HeaderName = HeaderName::from_static("x-organization-id");
 
-/// The single value of header `name`; 401 when it is sent more than once, since two
+/// The single value of header `name`, or `None` when it is sent more than once.
+fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<Option<&'h HeaderValue>> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    values.next().is_none().then_some(first)
+}
+
+/// The single value of a credential header; 401 when it is sent more than once, since two
 /// credentials make the request ambiguous.
-fn single<'h>(
+fn credential<'h>(
     headers: &'h HeaderMap,
     name: &HeaderName,
     shown: &str,
 ) -> Result<Option<&'h HeaderValue>, ApiError> {
-    let mut values = headers.get_all(name).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(ApiError::unauthenticated(format!(
-            "the {shown} header must be sent at most once"
-        )));
-    }
-    Ok(first)
+    single(headers, name).ok_or_else(|| {
+        ApiError::unauthenticated(format!("the {shown} header must be sent at most once"))
+    })
 }
 
 /// Reads `X-API-Key`, `Authorization: Bearer <token>` and `X-Organization-Id`.
@@ -41,18 +41,20 @@ fn single<'h>(
 ///
 /// Missing headers are left to [`voiceplane_core::Service::authenticate`].
 pub(crate) fn credentials(headers: &HeaderMap) -> Result<Credentials, ApiError> {
-    let api_key = single(headers, &X_API_KEY, "X-API-Key")?
+    let api_key = credential(headers, &X_API_KEY, "X-API-Key")?
         .map(|v| {
             v.to_str()
                 .map(str::to_owned)
                 .map_err(|_| ApiError::unauthenticated("the X-API-Key header is malformed"))
         })
         .transpose()?;
-    let bearer = single(headers, &header::AUTHORIZATION, "Authorization")?
+    let bearer = credential(headers, &header::AUTHORIZATION, "Authorization")?
         .map(bearer_token)
         .transpose()?;
-    let organization_id = single(headers, &X_ORGANIZATION_ID, "X-Organization-Id")
-        .map_err(|e| e.with_status(http::StatusCode::BAD_REQUEST))?
+    let organization_id = single(headers, &X_ORGANIZATION_ID)
+        .ok_or_else(|| {
+            ApiError::bad_request("the X-Organization-Id header must be sent at most once")
+        })?
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     Ok(Credentials {
         api_key,
@@ -82,35 +84,6 @@ fn bearer_token(value: &HeaderValue) -> Result<String, ApiError> {
         ));
     }
     Ok(token.to_owned())
-}
-
-/// `limit` and `cursor` from a query string; other parameters are ignored, and the first
-/// occurrence of a repeated one wins. `limit` must be an unsigned integer (the range 1–100
-/// is checked by the service); an empty `cursor` means the first page.
-pub(crate) fn page_params(query: Option<&str>) -> Result<PageParams, ApiError> {
-    let mut params = PageParams::default();
-    let (mut seen_limit, mut seen_cursor) = (false, false);
-    for (name, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        match &*name {
-            "limit" if !seen_limit => {
-                seen_limit = true;
-                let limit = value.parse::<u32>().map_err(|_| {
-                    ApiError::bad_request(format!(
-                        "limit must be an integer between 1 and {MAX_LIMIT}"
-                    ))
-                })?;
-                params.limit = Some(limit);
-            }
-            "cursor" if !seen_cursor => {
-                seen_cursor = true;
-                if !value.is_empty() {
-                    params.cursor = Some(value.into_owned());
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(params)
 }
 
 #[cfg(test)]
@@ -188,37 +161,5 @@ mod tests {
     fn non_ascii_organization_is_left_to_the_service() {
         let c = credentials(&headers(&[("x-organization-id", b"org_\xff")])).unwrap();
         assert!(c.organization_id.unwrap().starts_with("org_"));
-    }
-
-    #[test]
-    fn page_params_parse() {
-        assert_eq!(page_params(None).unwrap(), PageParams::default());
-        assert_eq!(
-            page_params(Some("limit=10&cursor=abc_-&other=1")).unwrap(),
-            PageParams {
-                limit: Some(10),
-                cursor: Some("abc_-".into())
-            }
-        );
-        assert_eq!(
-            page_params(Some("limit=5&limit=x&cursor=")).unwrap(),
-            PageParams {
-                limit: Some(5),
-                cursor: None
-            }
-        );
-        // Out of range is the service's call (it names the value); not a number is ours.
-        assert_eq!(page_params(Some("limit=0")).unwrap().limit, Some(0));
-        for bad in [
-            "limit=x",
-            "limit=",
-            "limit=-1",
-            "limit=1.5",
-            "limit=99999999999",
-        ] {
-            let err = page_params(Some(bad)).unwrap_err();
-            assert_eq!(err.status(), StatusCode::BAD_REQUEST);
-            assert_eq!(err.detail(), "limit must be an integer between 1 and 100");
-        }
     }
 }

@@ -62,16 +62,18 @@
 //! installs a subscriber.
 
 mod body;
+mod endpoint;
 mod error;
 mod extract;
-mod handlers;
+mod multipart;
 pub mod openapi;
+mod ops;
+mod query;
 mod recordings;
 mod response;
 pub mod router;
 mod serve;
 mod stream;
-mod voices;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -170,7 +172,8 @@ impl Api {
     /// it is acceptable, else a generated one.
     ///
     /// The request runs in a `request` span with the fields `method`, `path` (never the query
-    /// string or headers), `request_id`, `status` and `latency_ms`; at the end one `request
+    /// string or headers), `request_id`, `operation` (the operation's id, e.g. `agent_view`,
+    /// once the route is resolved), `status` and `latency_ms`; at the end one `request
     /// completed` event is emitted at INFO, or at WARN for a 5xx.
     pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
     where
@@ -186,6 +189,7 @@ impl Api {
             path = %req.uri().path(),
             // Visible ASCII by construction, so `to_str` cannot fail.
             request_id = %request_id.to_str().unwrap_or("-"),
+            operation = tracing::field::Empty,
             status = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
         );
@@ -235,7 +239,11 @@ impl Api {
         B::Error: Into<BoxError>,
     {
         match router::resolve(req.method(), req.uri().path()) {
-            Ok(route) => handlers::dispatch(self, route, req).await,
+            Ok(route) => {
+                tracing::Span::current().record("operation", route.operation_id());
+                let (parts, body) = req.into_parts();
+                router::dispatch(self, route, parts, endpoint::boxed(body)).await
+            }
             Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
             Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(
                 req.method(),

@@ -6,14 +6,22 @@
 //! - endpoints with their own shape (`{"invitations": […]}`, `{"members": […]}`, health) are
 //!   serialized as they are.
 
+use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use schemars::JsonSchema;
 use serde::Serialize;
 use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
 use crate::ResponseBody;
-use crate::body::full;
-use crate::error::internal_error_response;
+
+/// A complete response body holding `bytes`.
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
 
 /// `value` as a JSON response with `status`. A value that cannot be serialized (a bug) is
 /// logged and answered with a 500.
@@ -35,50 +43,113 @@ pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Resp
     }
 }
 
-#[derive(Serialize)]
-struct Envelope<'a, T: ?Sized> {
-    success: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
+/// The response sent when even serializing a response failed.
+pub(crate) fn internal_error_response() -> Response<ResponseBody> {
+    let mut response = Response::new(full(&br#"{"detail":"internal server error"}"#[..]));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// `"success": true`, always: serialized as `true` and described as the constant.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Success;
+
+impl Serialize for Success {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bool(true)
+    }
+}
+
+impl JsonSchema for Success {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Success".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "boolean", "const": true})
+    }
+}
+
+/// `{"success": true, "data": …}`: one resource.
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct DataEnvelope<'a, T: ?Sized> {
+    success: Success,
     data: &'a T,
 }
 
-#[derive(Serialize)]
-struct ListEnvelope<'a, T> {
-    success: bool,
-    data: &'a [T],
-    pagination: Pagination<'a>,
+/// `{"success": true, "message": "…", "data": …}`: the answer of a state change.
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct OutcomeEnvelope<'a, T> {
+    success: Success,
+    /// What happened, as a sentence.
+    message: &'a str,
+    data: &'a T,
 }
 
-#[derive(Serialize)]
-struct Pagination<'a> {
+/// `{"success": true, "data": […], "pagination": {…}}`: one page of a cursor list.
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct ListEnvelope<'a, T, P = Pagination<'a>> {
+    success: Success,
+    data: &'a [T],
+    pagination: P,
+}
+
+/// Where the page stands in its list.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Pagination<'a> {
+    /// Pass as `cursor` for the next page; `null` when `has_more` is false.
     next_cursor: Option<&'a str>,
+    /// Whether more items follow.
     has_more: bool,
+    /// Number of items on this page.
     page_size: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    total_count: Option<u64>,
+}
+
+/// Where the page stands in its list, and how long the whole list is.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct CountedPagination<'a> {
+    #[serde(flatten)]
+    page: Pagination<'a>,
+    /// Number of items in the whole list.
+    total_count: u64,
+}
+
+impl<'a> Pagination<'a> {
+    fn of<T>(page: &'a Page<T>) -> Self {
+        Self {
+            next_cursor: page.next_cursor.as_deref(),
+            has_more: page.has_more,
+            page_size: page.page_size(),
+        }
+    }
 }
 
 /// `{"success": true, "data": data}` with `status`.
 pub(crate) fn data<T: Serialize + ?Sized>(status: StatusCode, data: &T) -> Response<ResponseBody> {
     json(
         status,
-        &Envelope {
-            success: true,
-            message: None,
+        &DataEnvelope {
+            success: Success,
             data,
         },
     )
 }
 
 /// `200 {"success": true, "data": data}`.
+#[cfg(test)]
 pub(crate) fn ok<T: Serialize + ?Sized>(value: &T) -> Response<ResponseBody> {
     data(StatusCode::OK, value)
-}
-
-/// `201 {"success": true, "data": data}`.
-pub(crate) fn created<T: Serialize + ?Sized>(value: &T) -> Response<ResponseBody> {
-    data(StatusCode::CREATED, value)
 }
 
 /// `200 {"success": true, "message": outcome.message, "data": outcome.data}`: the answer of
@@ -86,26 +157,37 @@ pub(crate) fn created<T: Serialize + ?Sized>(value: &T) -> Response<ResponseBody
 pub(crate) fn outcome<T: Serialize>(outcome: &Outcome<T>) -> Response<ResponseBody> {
     json(
         StatusCode::OK,
-        &Envelope {
-            success: true,
-            message: Some(&outcome.message),
+        &OutcomeEnvelope {
+            success: Success,
+            message: &outcome.message,
             data: &outcome.data,
         },
     )
 }
 
-/// `200` with a cursor-list envelope; `total_count` only when the page has one.
+/// `200` with a cursor-list envelope.
 pub(crate) fn page<T: Serialize>(page: &Page<T>) -> Response<ResponseBody> {
     json(
         StatusCode::OK,
         &ListEnvelope {
-            success: true,
+            success: Success,
             data: &page.items,
-            pagination: Pagination {
-                next_cursor: page.next_cursor.as_deref(),
-                has_more: page.has_more,
-                page_size: page.page_size(),
-                total_count: page.total_count,
+            pagination: Pagination::of(page),
+        },
+    )
+}
+
+/// `200` with a cursor-list envelope whose pagination has `total_count`.
+pub(crate) fn counted_page<T: Serialize>(page: &Page<T>) -> Response<ResponseBody> {
+    json(
+        StatusCode::OK,
+        &ListEnvelope {
+            success: Success,
+            data: &page.items,
+            pagination: CountedPagination {
+                page: Pagination::of(page),
+                // Only lists whose service counts them are answered as counted.
+                total_count: page.total_count.unwrap_or(page.items.len() as u64),
             },
         },
     )
@@ -130,7 +212,7 @@ mod tests {
         assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
         assert_eq!(body(r).await, j!({"success": true, "data": {"a": 1}}));
 
-        let r = created(&j!({"a": 1}));
+        let r = data(StatusCode::CREATED, &j!({"a": 1}));
         assert_eq!(r.status(), StatusCode::CREATED);
 
         let p = Page {
@@ -151,7 +233,7 @@ mod tests {
             total_count: Some(0),
         };
         assert_eq!(
-            body(page(&p)).await,
+            body(counted_page(&p)).await,
             j!({"success": true, "data": [],
                 "pagination": {"next_cursor": null, "has_more": false, "page_size": 0,
                                "total_count": 0}})

@@ -1,11 +1,14 @@
-//! The route table and the resolver from `(method, path)` to a [`Route`].
+//! The route table: every operation of the API, declared once.
 //!
-//! Every route is declared once, in the `routes!` invocation below: its method, its path
-//! template (segments in braces capture a path parameter) and the [`Route`] variant it
-//! resolves to, with one `String` field per captured parameter. The macro generates the
-//! [`Route`] enum, the [`ROUTES`] table and [`resolve`] from that single list, so adding an
-//! endpoint is one line here plus one arm in the handler's `match` (which the compiler
-//! demands, because the match is exhaustive).
+//! Each line of the `routes!` invocation below gives a route's summary (its doc comment), its
+//! method, its path template (segments in braces capture a path parameter), the [`Route`]
+//! variant it resolves to, its handler in [`crate::ops`] and, in brackets, the error statuses
+//! that neither its credentials, nor its parameters, nor its body imply. The handler's name
+//! is the operation's id: the `Service` method it calls (`<resource>_<verb>`), the
+//! operationId of the OpenAPI document and the `operation` field of the request span; its
+//! module is the operation's tag. The macro generates, from that single list, the [`Route`]
+//! enum, the [`ROUTES`] and [`OPERATIONS`] tables, [`resolve`], the dispatch to the handlers
+//! and their descriptions for the OpenAPI document.
 //!
 //! Paths are matched segment by segment and exactly: no trailing slash, no empty segments, no
 //! percent-decoding (identifiers never need it; an encoded id simply fails validation with a
@@ -13,20 +16,58 @@
 //! [`RouteError::MethodNotAllowed`] with the allowed methods; a path that matches no template
 //! gives [`RouteError::NotFound`].
 
-use http::Method;
+use http::request::Parts;
+use http::{Method, Response};
+
+use crate::endpoint::{self, RequestBody};
+use crate::error::ApiError;
+use crate::openapi::{OpSpec, Schemas};
+use crate::{Api, ResponseBody};
+
+/// One operation of the API, as the route table declares it.
+#[derive(Debug, Clone, Copy)]
+pub struct Operation {
+    /// The HTTP method.
+    pub method: &'static str,
+    /// The path template; `{name}` segments are parameters.
+    pub template: &'static str,
+    /// The operation's id: the handler's and the `Service` method's name.
+    pub id: &'static str,
+    /// The area the operation belongs to (the handler's module), e.g. `phone_numbers`.
+    pub area: &'static str,
+    /// One line saying what the operation does.
+    pub summary: &'static str,
+    /// Error statuses beyond those implied by its credentials, parameters and body.
+    pub errors: &'static [u16],
+    pub(crate) describe: fn(&mut Schemas) -> OpSpec,
+}
+
+impl Operation {
+    /// The OpenAPI tag: the area, in the spelling of the paths (`phone-numbers`).
+    pub fn tag(&self) -> String {
+        self.area.replace('_', "-")
+    }
+}
+
+/// The operations the adapter answers itself, with no `Service` method behind them.
+pub const ADAPTER_OPERATIONS: &[&str] = &["health_live", "openapi_document"];
 
 macro_rules! routes {
     (
         $(
-            $(#[doc = $doc:literal])*
-            $method:ident $template:literal => $variant:ident $({ $($param:ident),* $(,)? })?;
+            #[doc = $summary:literal]
+            $method:ident $template:literal => $variant:ident $({ $($param:ident),* $(,)? })?
+                = $area:ident :: $handler:ident $([$($status:literal),*])?;
         )*
     ) => {
         /// A resolved route with its captured path parameters.
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum Route {
             $(
-                $(#[doc = $doc])*
+                #[doc = concat!("`", stringify!($method), " ", $template, "`: `",
+                    stringify!($handler), "`.")]
+                #[doc = ""]
+                #[doc = $summary]
                 $variant $({
                     $(
                         #[doc = concat!("The `{", stringify!($param), "}` path segment, as sent.")]
@@ -40,6 +81,17 @@ macro_rules! routes {
         /// are written `{name}`.
         pub const ROUTES: &[(&str, &str)] = &[$((stringify!($method), $template)),*];
 
+        /// Every operation, in declaration order (the order of [`ROUTES`]).
+        pub const OPERATIONS: &[Operation] = &[$(Operation {
+            method: stringify!($method),
+            template: $template,
+            id: stringify!($handler),
+            area: stringify!($area),
+            summary: $summary.trim_ascii(),
+            errors: &[$($($status),*)?],
+            describe: |schemas| endpoint::spec(crate::ops::$area::$handler, schemas),
+        }),*];
+
         /// The parameter names of each route, in the order of [`ROUTES`]; the tests check
         /// them against the templates.
         #[cfg(test)]
@@ -50,6 +102,13 @@ macro_rules! routes {
             pub fn definition(&self) -> (&'static str, &'static str) {
                 match self {
                     $(Self::$variant { .. } => (stringify!($method), $template),)*
+                }
+            }
+
+            /// The id of the operation this route runs (`agent_view`).
+            pub fn operation_id(&self) -> &'static str {
+                match self {
+                    $(Self::$variant { .. } => stringify!($handler),)*
                 }
             }
         }
@@ -77,122 +136,161 @@ macro_rules! routes {
                 Err(RouteError::MethodNotAllowed { allow })
             }
         }
+
+        /// Runs the handler of `route`.
+        pub(crate) async fn dispatch(
+            api: &Api,
+            route: Route,
+            parts: Parts,
+            body: RequestBody,
+        ) -> Result<Response<ResponseBody>, ApiError> {
+            match route {
+                $(Route::$variant $({ $($param),* })? => {
+                    endpoint::run(
+                        api,
+                        parts,
+                        body,
+                        ($($($param,)*)?),
+                        crate::ops::$area::$handler,
+                    )
+                    .await
+                })*
+            }
+        }
     };
 }
 
 routes! {
-    /// `GET /healthz`: the process is up (no auth).
-    GET "/healthz" => Healthz;
-    /// `GET /readyz`: the database answers (no auth).
-    GET "/readyz" => Readyz;
-    /// `GET /api/openapi.json`: the OpenAPI 3.1 document of every route (no auth).
-    GET "/api/openapi.json" => OpenApi;
+    /// The process is up
+    GET "/healthz" => Healthz = health::health_live;
+    /// The database answers
+    GET "/readyz" => Readyz = health::health_ready [503];
+    /// This OpenAPI 3.1 document
+    GET "/api/openapi.json" => OpenApi = meta::openapi_document;
 
-    /// `POST /api/api-keys`: `api_key_create`.
-    POST "/api/api-keys" => ApiKeyCreate;
-    /// `GET /api/api-keys`: `api_key_list`.
-    GET "/api/api-keys" => ApiKeyList;
-    /// `DELETE /api/api-keys/{key_id}`: `api_key_revoke`.
-    DELETE "/api/api-keys/{key_id}" => ApiKeyRevoke { key_id };
+    /// Create an API key
+    POST "/api/api-keys" => ApiKeyCreate = api_keys::api_key_create;
+    /// List API keys, revoked ones included
+    GET "/api/api-keys" => ApiKeyList = api_keys::api_key_list;
+    /// Revoke an API key
+    DELETE "/api/api-keys/{key_id}" => ApiKeyRevoke { key_id } = api_keys::api_key_revoke;
 
-    /// `POST /api/calls`: `call_create`.
-    POST "/api/calls" => CallCreate;
-    /// `GET /api/calls`: `call_list`.
-    GET "/api/calls" => CallList;
-    /// `GET /api/calls/{call_sid}`: `call_view`.
-    GET "/api/calls/{call_sid}" => CallView { call_sid };
-    /// `PATCH /api/calls/{call_sid}`: `call_update`.
-    PATCH "/api/calls/{call_sid}" => CallUpdate { call_sid };
-    /// `PUT /api/calls/{call_sid}/recording`: `recording_upload` (raw `audio/wav` or
-    /// `audio/mpeg` body, streamed).
-    PUT "/api/calls/{call_sid}/recording" => RecordingUpload { call_sid };
-    /// `GET /api/calls/{call_sid}/recording/stream`: `recording_stream`.
-    GET "/api/calls/{call_sid}/recording/stream" => RecordingStream { call_sid };
-    /// `GET /api/calls/{call_sid}/recording/download`: `recording_download`.
-    GET "/api/calls/{call_sid}/recording/download" => RecordingDownload { call_sid };
-    /// `GET /recordings/{organization_id}/{file}`: `recording_signed_read` (a self-signed
-    /// URL; no credentials besides its signature).
-    GET "/recordings/{organization_id}/{file}" => RecordingSigned { organization_id, file };
+    /// Record a call
+    POST "/api/calls" => CallCreate = calls::call_create;
+    /// List calls
+    GET "/api/calls" => CallList = calls::call_list;
+    /// Get a call
+    GET "/api/calls/{call_sid}" => CallView { call_sid } = calls::call_view;
+    /// Update a call
+    PATCH "/api/calls/{call_sid}" => CallUpdate { call_sid } = calls::call_update;
+    /// Upload the call's recording (replaces a previous one)
+    PUT "/api/calls/{call_sid}/recording" => RecordingUpload { call_sid }
+        = recordings::recording_upload;
+    /// A URL that plays the recording for an hour, with Range support
+    GET "/api/calls/{call_sid}/recording/stream" => RecordingStream { call_sid }
+        = recordings::recording_stream;
+    /// Download the recording as a WAV attachment
+    GET "/api/calls/{call_sid}/recording/download" => RecordingDownload { call_sid }
+        = recordings::recording_download;
+    /// Read a recording through a URL signed by this server (the `url` of recording_stream)
+    GET "/recordings/{organization_id}/{file}" => RecordingSigned { organization_id, file }
+        = recordings::recording_signed_read [403, 404, 416, 503];
 
-    /// `POST /api/tools`: `tool_create`.
-    POST "/api/tools" => ToolCreate;
-    /// `GET /api/tools`: `tool_list`.
-    GET "/api/tools" => ToolList;
-    /// `GET /api/tools/{tool_id}`: `tool_view`.
-    GET "/api/tools/{tool_id}" => ToolView { tool_id };
-    /// `PATCH /api/tools/{tool_id}`: `tool_update`.
-    PATCH "/api/tools/{tool_id}" => ToolUpdate { tool_id };
-    /// `DELETE /api/tools/{tool_id}`: `tool_delete`.
-    DELETE "/api/tools/{tool_id}" => ToolDelete { tool_id };
+    /// Create a tool
+    POST "/api/tools" => ToolCreate = tools::tool_create [409];
+    /// List tools (summaries, with total_count)
+    GET "/api/tools" => ToolList = tools::tool_list;
+    /// Get a tool
+    GET "/api/tools/{tool_id}" => ToolView { tool_id } = tools::tool_view;
+    /// Update a tool
+    PATCH "/api/tools/{tool_id}" => ToolUpdate { tool_id } = tools::tool_update [409];
+    /// Delete a tool
+    DELETE "/api/tools/{tool_id}" => ToolDelete { tool_id } = tools::tool_delete;
 
-    /// `POST /api/agents`: `agent_create`.
-    POST "/api/agents" => AgentCreate;
-    /// `GET /api/agents`: `agent_list`.
-    GET "/api/agents" => AgentList;
-    /// `GET /api/agents/{agent_id}`: `agent_view`.
-    GET "/api/agents/{agent_id}" => AgentView { agent_id };
-    /// `PATCH /api/agents/{agent_id}`: `agent_update`.
-    PATCH "/api/agents/{agent_id}" => AgentUpdate { agent_id };
-    /// `DELETE /api/agents/{agent_id}`: `agent_delete`.
-    DELETE "/api/agents/{agent_id}" => AgentDelete { agent_id };
+    /// Create an agent
+    POST "/api/agents" => AgentCreate = agents::agent_create;
+    /// List agents
+    GET "/api/agents" => AgentList = agents::agent_list;
+    /// Get an agent
+    GET "/api/agents/{agent_id}" => AgentView { agent_id } = agents::agent_view;
+    /// Update an agent
+    PATCH "/api/agents/{agent_id}" => AgentUpdate { agent_id } = agents::agent_update;
+    /// Delete an agent
+    DELETE "/api/agents/{agent_id}" => AgentDelete { agent_id } = agents::agent_delete;
 
-    /// `POST /api/phone-numbers`: `phone_number_create`.
-    POST "/api/phone-numbers" => PhoneNumberCreate;
-    /// `GET /api/phone-numbers`: `phone_number_list`.
-    GET "/api/phone-numbers" => PhoneNumberList;
-    /// `GET /api/phone-numbers/{phone_number_id}`: `phone_number_view`.
-    GET "/api/phone-numbers/{phone_number_id}" => PhoneNumberView { phone_number_id };
-    /// `PATCH /api/phone-numbers/{phone_number_id}`: `phone_number_update`.
-    PATCH "/api/phone-numbers/{phone_number_id}" => PhoneNumberUpdate { phone_number_id };
-    /// `DELETE /api/phone-numbers/{phone_number_id}`: `phone_number_delete`.
-    DELETE "/api/phone-numbers/{phone_number_id}" => PhoneNumberDelete { phone_number_id };
+    /// Add a phone number
+    POST "/api/phone-numbers" => PhoneNumberCreate = phone_numbers::phone_number_create [409];
+    /// List phone numbers
+    GET "/api/phone-numbers" => PhoneNumberList = phone_numbers::phone_number_list;
+    /// Get a phone number
+    GET "/api/phone-numbers/{phone_number_id}" => PhoneNumberView { phone_number_id }
+        = phone_numbers::phone_number_view;
+    /// Update a phone number
+    PATCH "/api/phone-numbers/{phone_number_id}" => PhoneNumberUpdate { phone_number_id }
+        = phone_numbers::phone_number_update [409];
+    /// Delete a phone number
+    DELETE "/api/phone-numbers/{phone_number_id}" => PhoneNumberDelete { phone_number_id }
+        = phone_numbers::phone_number_delete;
 
-    /// `POST /api/integrations`: `integration_create`.
-    POST "/api/integrations" => IntegrationCreate;
-    /// `GET /api/integrations`: `integration_list`.
-    GET "/api/integrations" => IntegrationList;
-    /// `GET /api/integrations/{integration_id}`: `integration_view`.
-    GET "/api/integrations/{integration_id}" => IntegrationView { integration_id };
-    /// `PATCH /api/integrations/{integration_id}`: `integration_update`.
-    PATCH "/api/integrations/{integration_id}" => IntegrationUpdate { integration_id };
-    /// `DELETE /api/integrations/{integration_id}`: `integration_delete`.
-    DELETE "/api/integrations/{integration_id}" => IntegrationDelete { integration_id };
-    /// `POST /api/integrations/{integration_id}/validate`: `integration_validate`.
-    POST "/api/integrations/{integration_id}/validate" => IntegrationValidate { integration_id };
+    /// Store telephony credentials
+    POST "/api/integrations" => IntegrationCreate = integrations::integration_create;
+    /// List integrations
+    GET "/api/integrations" => IntegrationList = integrations::integration_list;
+    /// Get an integration
+    GET "/api/integrations/{integration_id}" => IntegrationView { integration_id }
+        = integrations::integration_view;
+    /// Update an integration
+    PATCH "/api/integrations/{integration_id}" => IntegrationUpdate { integration_id }
+        = integrations::integration_update;
+    /// Delete an integration and its stored credentials
+    DELETE "/api/integrations/{integration_id}" => IntegrationDelete { integration_id }
+        = integrations::integration_delete [409];
+    /// Test the stored credentials with the provider; status becomes active or invalid
+    POST "/api/integrations/{integration_id}/validate" => IntegrationValidate { integration_id }
+        = integrations::integration_validate;
 
-    /// `POST /api/knowledge-base`: `document_create_text` (JSON `{name, text}`).
-    POST "/api/knowledge-base" => DocumentCreate;
-    /// `GET /api/knowledge-base`: `document_list`.
-    GET "/api/knowledge-base" => DocumentList;
-    /// `GET /api/knowledge-base/{documentation_id}`: `document_view`.
-    GET "/api/knowledge-base/{documentation_id}" => DocumentView { documentation_id };
-    /// `PATCH /api/knowledge-base/{documentation_id}`: `document_update`.
-    PATCH "/api/knowledge-base/{documentation_id}" => DocumentUpdate { documentation_id };
-    /// `DELETE /api/knowledge-base/{documentation_id}`: `document_delete`.
-    DELETE "/api/knowledge-base/{documentation_id}" => DocumentDelete { documentation_id };
+    /// Add a knowledge-base document: JSON text or an uploaded file
+    POST "/api/knowledge-base" => DocumentCreate = knowledge_base::document_create;
+    /// List documents
+    GET "/api/knowledge-base" => DocumentList = knowledge_base::document_list;
+    /// Get a document
+    GET "/api/knowledge-base/{documentation_id}" => DocumentView { documentation_id }
+        = knowledge_base::document_view;
+    /// Rename a document
+    PATCH "/api/knowledge-base/{documentation_id}" => DocumentUpdate { documentation_id }
+        = knowledge_base::document_update;
+    /// Delete a document
+    DELETE "/api/knowledge-base/{documentation_id}" => DocumentDelete { documentation_id }
+        = knowledge_base::document_delete;
 
-    /// `GET /api/voices/search`: `voice_search` (no envelope).
-    GET "/api/voices/search" => VoiceSearch;
-    /// `GET /api/voices/provider_two/library`: `voice_library_list` (no envelope).
-    GET "/api/voices/provider_two/library" => VoiceLibraryList;
-    /// `POST /api/voices/provider_two/library/add`: `voice_library_add` (200 `{voice_id}`).
-    POST "/api/voices/provider_two/library/add" => VoiceLibraryAdd;
+    /// Search a provider's voices
+    GET "/api/voices/search" => VoiceSearch = voices::voice_search [502];
+    /// List provider_two's shared voice library
+    GET "/api/voices/provider_two/library" => VoiceLibraryList
+        = voices::voice_library_list [502];
+    /// Add a shared voice to the provider_two account
+    POST "/api/voices/provider_two/library/add" => VoiceLibraryAdd
+        = voices::voice_library_add [404, 502];
 
-    /// `POST /api/auth/organizations/invitations`: `invitation_create`.
-    POST "/api/auth/organizations/invitations" => InvitationCreate;
-    /// `GET /api/auth/organizations/invitations`: `invitation_list`.
-    GET "/api/auth/organizations/invitations" => InvitationList;
-    /// `DELETE /api/auth/organizations/invitations/{invite_id}`: `invitation_revoke`.
-    DELETE "/api/auth/organizations/invitations/{invite_id}" => InvitationRevoke { invite_id };
-    /// `POST /api/auth/invitations/{invite_id}/accept`: `invitation_accept` (the invitee's
-    /// JWT; no organization header).
-    POST "/api/auth/invitations/{invite_id}/accept" => InvitationAccept { invite_id };
-    /// `GET /api/auth/organizations/members`: `member_list`.
-    GET "/api/auth/organizations/members" => MemberList;
-    /// `PATCH /api/auth/organizations/members/{membership_id}`: `member_update`.
-    PATCH "/api/auth/organizations/members/{membership_id}" => MemberUpdate { membership_id };
-    /// `DELETE /api/auth/organizations/members/{membership_id}`: `member_remove`.
-    DELETE "/api/auth/organizations/members/{membership_id}" => MemberRemove { membership_id };
+    /// Invite someone
+    POST "/api/auth/organizations/invitations" => InvitationCreate
+        = members::invitation_create [409];
+    /// List pending invitations
+    GET "/api/auth/organizations/invitations" => InvitationList = members::invitation_list;
+    /// Withdraw an invitation
+    DELETE "/api/auth/organizations/invitations/{invite_id}" => InvitationRevoke { invite_id }
+        = members::invitation_revoke [409];
+    /// Accept an invitation with the invitee's JWT
+    POST "/api/auth/invitations/{invite_id}/accept" => InvitationAccept { invite_id }
+        = members::invitation_accept [409];
+    /// List members
+    GET "/api/auth/organizations/members" => MemberList = members::member_list;
+    /// Change a member's role
+    PATCH "/api/auth/organizations/members/{membership_id}" => MemberUpdate { membership_id }
+        = members::member_update [409];
+    /// Remove a member and revoke the API keys they created
+    DELETE "/api/auth/organizations/members/{membership_id}" => MemberRemove { membership_id }
+        = members::member_remove [409];
 }
 
 /// Why a request matched no route.

@@ -12,6 +12,8 @@ use http_body_util::BodyExt;
 use voiceplane_core::Error;
 use voiceplane_core::blob::ByteStream;
 
+use crate::endpoint::RequestBody;
+use crate::error::payload_too_large;
 use crate::{BoxError, ResponseBody};
 
 /// A request body as a stream of data chunks that fails with 413 once more than `limit`
@@ -59,25 +61,15 @@ where
             let chunk = data.copy_to_bytes(data.remaining());
             self.seen += chunk.len() as u64;
             if self.seen > self.limit {
-                return Poll::Ready(Some(Err(too_large(self.limit))));
+                return Poll::Ready(Some(Err(payload_too_large(self.limit))));
             }
             return Poll::Ready(Some(Ok(chunk)));
         }
     }
 }
 
-/// The 413 of an upload over `limit` bytes.
-pub(crate) fn too_large(limit: u64) -> Error {
-    Error::PayloadTooLarge(format!("the upload exceeds the limit of {limit} bytes"))
-}
-
 /// `body` as a boxed, `'static` stream for the core.
-pub(crate) fn byte_stream<B>(body: B, limit: u64) -> ByteStream
-where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
+pub(crate) fn byte_stream(body: RequestBody, limit: u64) -> ByteStream {
     Box::pin(LimitedBody::new(body, limit))
 }
 

@@ -2,7 +2,40 @@
 
 use super::*;
 
+/// A new knowledge-base document: text, or an uploaded file streamed from the caller.
+pub enum NewDocument {
+    /// Text sent as it is.
+    Text(NewTextDocument),
+    /// An uploaded file.
+    File {
+        /// The document's name; the file name when `None`.
+        name: Option<String>,
+        /// The file name the caller gave.
+        filename: String,
+        /// The file's media type, as declared.
+        content_type: String,
+        /// The file's bytes.
+        body: crate::blob::ByteStream,
+    },
+}
+
 impl Service {
+    /// Stores a new document, text or file, pending processing.
+    pub async fn document_create(&self, actor: &Actor, input: NewDocument) -> Result<Document> {
+        match input {
+            NewDocument::Text(text) => self.document_create_text(actor, text).await,
+            NewDocument::File {
+                name,
+                filename,
+                content_type,
+                body,
+            } => {
+                self.document_create_file(actor, name.as_deref(), &filename, &content_type, body)
+                    .await
+            }
+        }
+    }
+
     /// Stores a text document, pending processing.
     pub async fn document_create_text(
         &self,

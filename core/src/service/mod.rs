@@ -26,6 +26,7 @@ mod agents;
 mod api_keys;
 mod calls;
 mod documents;
+pub use documents::NewDocument;
 mod integrations;
 mod members;
 mod phone_numbers;
@@ -183,11 +184,23 @@ impl Service {
 
     /// Succeeds when the database and the object store answer.
     pub async fn health_ready(&self) -> Result<()> {
-        self.repo.ping().await?;
-        match &self.blobs {
-            Some(blobs) => blobs.ping().await,
-            None => Ok(()),
-        }
+        let checked = match self.repo.ping().await {
+            Ok(()) => match &self.blobs {
+                Some(blobs) => blobs.ping().await,
+                None => Ok(()),
+            },
+            Err(e) => Err(e),
+        };
+        // Whatever the failure, the instance is not ready: a load balancer reads 503.
+        checked.map_err(|e| match e {
+            Error::Unavailable(_) => e,
+            other => {
+                tracing::warn!(error = %other, "readiness check failed");
+                Error::Unavailable(
+                    "not ready: the database or object storage does not answer".to_owned(),
+                )
+            }
+        })
     }
 
     /// Resolves the request's credentials to an [`Actor`] in the organization named by

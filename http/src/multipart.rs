@@ -1,0 +1,143 @@
+//! The body of `POST /api/knowledge-base`: JSON `{name, text}`, or `multipart/form-data` with a
+//! `file` part (streamed to the service, never buffered) and an optional `name` part before
+//! it.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::header;
+use voiceplane_core::Error;
+use voiceplane_core::model::NewTextDocument;
+use voiceplane_core::service::NewDocument;
+
+use crate::BoxError;
+use crate::body::{check_declared_length, read_json};
+use crate::endpoint::{Cx, Extract, RequestBody};
+use crate::error::ApiError;
+use crate::openapi::{Input, OpSpec, Schemas};
+use crate::stream::byte_stream;
+
+/// The 415 detail of `POST /api/knowledge-base` for anything but JSON or multipart.
+const KB_JSON_REQUIRED: &str = "Content-Type must be application/json with {\"name\", \"text\"}, \
+     or multipart/form-data with a `file` part";
+
+/// A new document's body, as sent.
+pub(crate) enum NewDocumentBody {
+    /// JSON text.
+    Text(NewTextDocument),
+    /// A multipart body, read up to its `file` part by [`NewDocumentBody::into_input`].
+    Multipart(multer::Multipart<'static>),
+}
+
+impl Extract for NewDocumentBody {
+    async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+        let headers = &cx.parts.headers;
+        let body = body.take().unwrap_or_default();
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let is_multipart = content_type
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("multipart/form-data");
+        if !is_multipart {
+            let limit = cx.api.config.max_body_bytes;
+            return Ok(Self::Text(
+                read_json(headers, body, limit, KB_JSON_REQUIRED).await?,
+            ));
+        }
+        let boundary = multer::parse_boundary(content_type)
+            .map_err(|_| ApiError::bad_request("multipart/form-data needs a boundary parameter"))?;
+        let limit = cx.api.config.max_upload_bytes;
+        check_declared_length(headers, limit)?;
+        let stream = BoxedErrors(byte_stream(body, limit));
+        Ok(Self::Multipart(multer::Multipart::new(stream, boundary)))
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        spec.input = Input::JsonOrMultipart(schemas.input::<NewTextDocument>());
+    }
+}
+
+impl NewDocumentBody {
+    /// The service's input: the text, or the file part's stream with the `name` part read
+    /// before it. Unknown parts are skipped.
+    pub(crate) async fn into_input(self) -> Result<NewDocument, ApiError> {
+        let mut multipart = match self {
+            Self::Text(text) => return Ok(NewDocument::Text(text)),
+            Self::Multipart(multipart) => multipart,
+        };
+        let mut name: Option<String> = None;
+        loop {
+            let field = multipart
+                .next_field()
+                .await
+                .map_err(|e| {
+                    ApiError::bad_request(format!("the multipart body is malformed: {e}"))
+                })?
+                .ok_or_else(|| ApiError::bad_request("the multipart body has no `file` part"))?;
+            match field.name() {
+                Some("name") => {
+                    let text = field.text().await.map_err(|e| {
+                        ApiError::bad_request(format!("the `name` part is malformed: {e}"))
+                    })?;
+                    name = Some(text);
+                }
+                Some("file") => {
+                    let filename = field
+                        .file_name()
+                        .map(str::to_owned)
+                        .ok_or_else(|| ApiError::bad_request("the `file` part needs a filename"))?;
+                    let content_type = field
+                        .content_type()
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| "application/octet-stream".to_owned());
+                    return Ok(NewDocument::File {
+                        name,
+                        filename,
+                        content_type,
+                        body: Box::pin(FieldStream(field)),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A multipart field as the core's byte stream.
+struct FieldStream(multer::Field<'static>);
+
+impl Stream for FieldStream {
+    type Item = Result<Bytes, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.0).poll_next(cx).map(|item| {
+            item.map(|r| {
+                r.map_err(|e| match e {
+                    multer::Error::StreamReadFailed(inner) => match inner.downcast::<Error>() {
+                        Ok(core) => *core,
+                        Err(other) => Error::invalid(format!("the upload broke off: {other}")),
+                    },
+                    other => Error::invalid(format!("the multipart body is malformed: {other}")),
+                })
+            })
+        })
+    }
+}
+
+/// Errors of the request body in a form multer accepts, keeping the core error inside.
+struct BoxedErrors<S>(S);
+
+impl<S: Stream<Item = Result<Bytes, Error>> + Unpin> Stream for BoxedErrors<S> {
+    type Item = Result<Bytes, BoxError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.0)
+            .poll_next(cx)
+            .map(|item| item.map(|r| r.map_err(|e| Box::new(e) as BoxError)))
+    }
+}

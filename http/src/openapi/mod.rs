@@ -1,0 +1,290 @@
+//! The OpenAPI 3.1 document of the API, served by `GET /api/openapi.json`.
+//!
+//! The document is generated, not written:
+//!
+//! - **Paths** come from the route table ([`crate::router`]), the one the resolver itself
+//!   uses: each line gives the method, the template, the operationId (the handler's name,
+//!   which is the `Service` method it calls), the summary, the tag and the error statuses the
+//!   rest does not imply.
+//! - **What an operation takes and answers** comes from its handler's types
+//!   ([`crate::endpoint`]): the credentials it extracts, the struct its query string is read
+//!   into (whose fields become the query parameters), its body type and its answer type
+//!   (`Data<Agent>`, `Page<Call>`, `Outcome<Tool>`, …). A handler cannot read or answer
+//!   anything the document does not say.
+//! - **Path parameters** come from the template's `{name}` segments; an id parameter gets the
+//!   prefix of the [`voiceplane_core::ids::IdKind`] whose field name it is.
+//! - **Schemas** of request and response types, envelopes and the error body included, are
+//!   derived from the Rust types that serialize and deserialize them, with `schemars`
+//!   (`#[derive(JsonSchema)]`; the core's behind its `openapi` feature), which follows their
+//!   serde attributes (renames, `skip_serializing`, `flatten`, `deny_unknown_fields`, `Option`
+//!   as `null`). Response types are generated under the serialize contract, request bodies
+//!   under the deserialize contract. JSON Schema 2020-12 is the dialect of OpenAPI 3.1, so the
+//!   schemas are used as they are.
+//! - The security schemes, the shared headers and the error statuses' descriptions are written
+//!   here by hand; which error statuses an operation has follows [`crate::status_for`] and
+//!   the adapter's own checks (`http/README.md`).
+//!
+//! The document is built once, on first use, and served as bytes. The workspace's suite
+//! checks it against the route table and validates real responses of a scenario against the
+//! schemas it declares.
+
+mod paths;
+mod spec;
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::{Map, Value, json};
+use voiceplane_core::ids::IdKind;
+
+pub(crate) use spec::{Auth, Input, OpSpec, Output, Schemas};
+
+use crate::ResponseBody;
+use crate::endpoint::Reply;
+use crate::error::ErrorBody;
+use crate::router::OPERATIONS;
+
+/// The OpenAPI version the document declares.
+pub const OPENAPI_VERSION: &str = "3.1.0";
+
+/// The OpenAPI 3.1 document of every route, built on first use.
+pub fn document() -> &'static Value {
+    static DOCUMENT: OnceLock<Value> = OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        let built = build();
+        for problem in &built.problems {
+            tracing::error!(%problem, "the OpenAPI document is incomplete");
+        }
+        built.document
+    })
+}
+
+/// The answer of `GET /api/openapi.json`: the document as JSON bytes, serialized once.
+pub(crate) fn response() -> Response<ResponseBody> {
+    static BYTES: OnceLock<Bytes> = OnceLock::new();
+    let bytes =
+        BYTES.get_or_init(|| Bytes::from(serde_json::to_vec(document()).unwrap_or_default()));
+    let mut response = Response::new(crate::response::full(bytes.clone()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The document as an operation's answer.
+pub(crate) struct OpenApiDocument;
+
+impl Reply for OpenApiDocument {
+    fn into_response(self) -> Response<ResponseBody> {
+        response()
+    }
+
+    fn describe(spec: &mut OpSpec, _: &mut Schemas) {
+        spec.output = Output::Json {
+            status: StatusCode::OK,
+            description: "OK (no envelope).",
+            schema: json!({
+                "type": "object",
+                "description": "An OpenAPI 3.1 document.",
+                "required": ["openapi", "info", "paths", "components"],
+            }),
+        };
+    }
+}
+
+/// A built document and what went wrong building it (always empty unless a route or a type
+/// changed in a way this module does not handle; the unit tests assert that).
+struct Built {
+    document: Value,
+    problems: Vec<String>,
+}
+
+/// Builds the document from the route table: each operation described by its handler's types.
+fn build() -> Built {
+    let mut problems = Vec::new();
+    let mut schemas = Schemas::new();
+    let mut paths = Map::new();
+    for operation in OPERATIONS {
+        let spec = (operation.describe)(&mut schemas);
+        let item = paths
+            .entry(operation.template.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        item[operation.method.to_ascii_lowercase()] =
+            paths::operation(operation, &spec, operation.template);
+    }
+    let error = schemas.out::<ErrorBody>();
+
+    let components = schemas.into_components(&mut problems);
+
+    let mut error_responses = Map::new();
+    for (_, name, description) in paths::ERRORS {
+        error_responses.insert(
+            (*name).to_owned(),
+            paths::response_object(description, paths::json_content(error.clone()), &[]),
+        );
+    }
+
+    let document = json!({
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "voiceplane",
+            "version": env!("CARGO_PKG_VERSION"),
+            "summary": "Organization-scoped control plane for AI voice agents.",
+            "description": "Every `/api/*` operation acts in the organization named by \
+                `X-Organization-Id`, with an API key (`X-API-Key`) or a bearer JWT. Successful \
+                answers are `{\"success\": true, \"data\": …}` (lists add `pagination`, state \
+                changes add `message`), except the voice and membership lists, which have \
+                their own shapes. Errors are `{\"detail\": \"…\"}`. Every response carries \
+                `X-Request-Id`.",
+            "license": {"name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE")},
+        },
+        "tags": [
+            {"name": "api-keys", "description": "API keys of the organization."},
+            {"name": "calls", "description": "Calls handled by the organization's agents."},
+            {"name": "recordings", "description": "Call recordings."},
+            {"name": "tools", "description": "Custom HTTP tools agents can call."},
+            {"name": "agents", "description": "AI voice agents."},
+            {"name": "phone-numbers", "description": "Phone numbers and their agents."},
+            {"name": "integrations", "description": "Stored telephony provider credentials."},
+            {"name": "knowledge-base", "description": "Knowledge-base documents."},
+            {"name": "voices", "description": "Voice search and provider_two's shared library."},
+            {"name": "members", "description": "Members and invitations."},
+            {"name": "health", "description": "Liveness and readiness."},
+            {"name": "meta", "description": "This document."},
+        ],
+        "security": [{"ApiKey": []}, {"Bearer": []}],
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "responses": error_responses,
+            "parameters": {
+                "OrganizationId": {
+                    "name": "X-Organization-Id",
+                    "in": "header",
+                    "required": true,
+                    "description": "The organization the request acts in.",
+                    "schema": {"type": "string", "pattern": format!("^{}", IdKind::Organization.prefix())},
+                },
+            },
+            "headers": {
+                "RequestId": {
+                    "required": true,
+                    "description": "The caller's `X-Request-Id` when it sent a sane one, else a generated id.",
+                    "schema": {"type": "string"},
+                },
+                "ContentDisposition": {
+                    "required": true,
+                    "description": "`attachment; filename=\"recording_<to_number>.wav\"`.",
+                    "schema": {"type": "string"},
+                },
+                "ContentLength": {
+                    "required": true,
+                    "description": "Size of the body in bytes.",
+                    "schema": {"type": "integer", "minimum": 0},
+                },
+                "ContentRange": {
+                    "required": true,
+                    "description": "`bytes <first>-<last>/<size>`.",
+                    "schema": {"type": "string"},
+                },
+                "AcceptRanges": {
+                    "required": true,
+                    "description": "`bytes`.",
+                    "schema": {"type": "string"},
+                },
+            },
+            "securitySchemes": {
+                "ApiKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-API-Key",
+                    "description": "An API key secret (`vpk_…`); it acts with its own role in its own organization.",
+                },
+                "Bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "A JWT whose `sub` is the user id; the role is the user's membership role in the organization.",
+                },
+            },
+        },
+    });
+    Built { document, problems }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_without_problems() {
+        let built = build();
+        assert!(built.problems.is_empty(), "{:#?}", built.problems);
+        let doc = &built.document;
+        assert_eq!(doc["openapi"], OPENAPI_VERSION);
+        for &(method, template) in crate::router::ROUTES {
+            let op = &doc["paths"][template][method.to_ascii_lowercase()];
+            assert!(op["operationId"].is_string(), "{method} {template}");
+        }
+    }
+
+    #[test]
+    fn operation_ids_are_unique() {
+        let mut ids: Vec<&str> = Vec::new();
+        for item in document()["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.values())
+        {
+            for op in item.as_object().into_iter().flat_map(|o| o.values()) {
+                let id = op["operationId"].as_str().unwrap_or_default();
+                assert!(!ids.contains(&id), "duplicate operationId {id}");
+                ids.push(id);
+            }
+        }
+        assert_eq!(ids.len(), crate::router::ROUTES.len());
+    }
+
+    #[test]
+    fn schemas_follow_serde() {
+        let schemas = &document()["components"]["schemas"];
+        // skip_serializing: the agent's organization is not part of its shape.
+        assert!(schemas["Agent"]["properties"]["client_id"].is_null());
+        // rename: the document's kind is `type`.
+        assert!(schemas["Document"]["properties"]["type"].is_object());
+        // flatten: the created key has the key's fields and the secret.
+        let created = &schemas["CreatedApiKey"]["properties"];
+        assert!(created["key_id"].is_object() && created["api_key"].is_object());
+        // deny_unknown_fields on request bodies.
+        assert_eq!(schemas["NewAgent"]["additionalProperties"], false);
+        // Timestamps are RFC 3339 strings; optional ones may be null.
+        assert_eq!(
+            schemas["Call"]["properties"]["created_at"],
+            json!({"type": "string", "format": "date-time", "description": "When the call was recorded."})
+        );
+        assert_eq!(
+            schemas["Call"]["properties"]["end_time"]["type"],
+            json!(["string", "null"])
+        );
+        // PATCH bodies: `null` clears, absence keeps.
+        let update = &schemas["PhoneNumberUpdate"];
+        assert_eq!(
+            update["properties"]["assigned_agent_id"]["type"],
+            json!(["string", "null"])
+        );
+        assert!(update["required"].as_array().is_none_or(|r| r.is_empty()));
+    }
+
+    #[tokio::test]
+    async fn served_as_json_bytes() {
+        use http_body_util::BodyExt;
+        let r = response();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        let bytes = r.into_body().collect().await.map(|b| b.to_bytes());
+        let value: Value = serde_json::from_slice(&bytes.unwrap_or_default()).unwrap_or_default();
+        assert_eq!(&value, document());
+    }
+}

@@ -1,0 +1,307 @@
+//! The path items of the document: one operation object per route, with its parameters,
+//! request body and responses, and the error responses every operation may refer to.
+
+use serde_json::{Map, Value, json};
+use voiceplane_core::ids::IdKind;
+
+use super::spec::{Auth, Input, OpSpec, Output};
+use crate::router::Operation;
+
+/// `{"$ref": "#/components/parameters/<name>"}`.
+pub(super) fn param_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/parameters/{name}")})
+}
+
+/// `application/json` content of this schema.
+/// The names of a template's `{param}` segments, in order.
+fn template_params(template: &str) -> impl Iterator<Item = &str> {
+    template
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+/// The error responses: status, component name, description.
+pub(super) const ERRORS: &[(u16, &str, &str)] = &[
+    (
+        400,
+        "BadRequest",
+        "Bad input: a malformed path id, query parameter or body field, invalid JSON, an \
+         undecodable cursor, an unknown provider, or a missing or malformed `X-Organization-Id`.",
+    ),
+    (
+        401,
+        "Unauthorized",
+        "The credential is missing, malformed, unknown, expired or revoked.",
+    ),
+    (
+        403,
+        "Forbidden",
+        "Authenticated, but the role lacks the permission, or the credential belongs to \
+         another organization.",
+    ),
+    (
+        404,
+        "NotFound",
+        "No such resource, or one of another organization.",
+    ),
+    (
+        409,
+        "Conflict",
+        "The change conflicts with the current state (a duplicate, or a reference that \
+         blocks it); the detail says what to do first.",
+    ),
+    (
+        413,
+        "PayloadTooLarge",
+        "The request body exceeds the server's limit.",
+    ),
+    (
+        415,
+        "UnsupportedMediaType",
+        "The request's `Content-Type` is not one this operation accepts.",
+    ),
+    (
+        416,
+        "RangeNotSatisfiable",
+        "The requested range lies outside the recording.",
+    ),
+    (
+        502,
+        "BadGateway",
+        "An upstream provider failed or answered garbage; the detail names it.",
+    ),
+    (
+        503,
+        "ServiceUnavailable",
+        "The database, object storage or a needed provider is unavailable or not configured.",
+    ),
+];
+
+/// Every kind of id, to describe path parameters named after their field.
+const ID_KINDS: &[IdKind] = &[
+    IdKind::Organization,
+    IdKind::User,
+    IdKind::Membership,
+    IdKind::ApiKey,
+    IdKind::Call,
+    IdKind::Tool,
+    IdKind::Document,
+    IdKind::Agent,
+    IdKind::Integration,
+    IdKind::PhoneNumber,
+    IdKind::Invitation,
+];
+
+/// The path parameter `{name}`: an id of the kind whose field it is, or a plain string.
+fn path_param(name: &str) -> Value {
+    let (description, schema) = match ID_KINDS.iter().find(|k| k.field() == name) {
+        Some(kind) => (
+            format!("An id starting with `{}`.", kind.prefix()),
+            json!({"type": "string", "pattern": format!("^{}", kind.prefix())}),
+        ),
+        None => (format!("The `{name}` segment."), json!({"type": "string"})),
+    };
+    json!({
+        "name": name,
+        "in": "path",
+        "required": true,
+        "description": description,
+        "schema": schema,
+    })
+}
+
+/// The error statuses of an operation on a route whose template has `has_path_params`:
+/// those its authentication, parameters and body imply, plus the ones its route declares.
+/// Public operations declare all of theirs.
+fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u16> {
+    let mut statuses: Vec<u16> = meta.errors.to_vec();
+    if op.auth != Auth::Public {
+        statuses.extend([401, 403, 503]);
+        if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
+            statuses.push(400);
+        }
+        if has_path_params {
+            statuses.push(404);
+        }
+    }
+    match op.input {
+        Input::None => {}
+        Input::EmptyJson => statuses.push(415),
+        Input::Json(_) | Input::JsonOrMultipart(_) => statuses.extend([400, 413, 415]),
+        Input::Audio => statuses.extend([413, 415]),
+    }
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses
+}
+
+/// A response object with `X-Request-Id` and these extra headers and content.
+pub(super) fn response_object(
+    description: &str,
+    content: Value,
+    headers: &[(&str, &str)],
+) -> Value {
+    let mut hs = Map::new();
+    hs.insert(
+        "X-Request-Id".to_owned(),
+        json!({"$ref": "#/components/headers/RequestId"}),
+    );
+    for (name, header_ref) in headers {
+        hs.insert(
+            (*name).to_owned(),
+            json!({"$ref": format!("#/components/headers/{header_ref}")}),
+        );
+    }
+    json!({"description": description, "headers": hs, "content": content})
+}
+
+pub(super) fn json_content(schema: Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+/// The `responses` object of an operation.
+fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    let audio = json!({
+        "audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}},
+        "audio/mpeg": {"schema": {"type": "string", "contentMediaType": "audio/mpeg"}},
+    });
+    match &op.output {
+        Output::Json {
+            status,
+            description,
+            schema,
+        } => {
+            out.insert(
+                status.as_u16().to_string(),
+                response_object(description, json_content(schema.clone()), &[]),
+            );
+        }
+        Output::AudioAttachment => {
+            out.insert(
+                "200".to_owned(),
+                response_object(
+                    "The recording's bytes, as an attachment named `recording_<to_number>.wav`.",
+                    json!({"audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}}}),
+                    &[
+                        ("Content-Disposition", "ContentDisposition"),
+                        ("Content-Length", "ContentLength"),
+                    ],
+                ),
+            );
+        }
+        Output::AudioRange => {
+            out.insert(
+                "200".to_owned(),
+                response_object(
+                    "The whole recording.",
+                    audio.clone(),
+                    &[
+                        ("Accept-Ranges", "AcceptRanges"),
+                        ("Content-Length", "ContentLength"),
+                    ],
+                ),
+            );
+            out.insert(
+                "206".to_owned(),
+                response_object(
+                    "The requested range of the recording.",
+                    audio,
+                    &[
+                        ("Content-Range", "ContentRange"),
+                        ("Content-Length", "ContentLength"),
+                    ],
+                ),
+            );
+        }
+    }
+    for status in error_statuses(meta, op, has_path_params) {
+        if let Some((_, name, _)) = ERRORS.iter().find(|(s, _, _)| *s == status) {
+            out.insert(
+                status.to_string(),
+                json!({"$ref": format!("#/components/responses/{name}")}),
+            );
+        }
+    }
+    out
+}
+
+/// The `requestBody` object of an operation, if it has one.
+fn request_body(input: &Input) -> Option<Value> {
+    let body = match input {
+        Input::None => return None,
+        Input::Json(schema) => json!({"required": true, "content": json_content(schema.clone())}),
+        Input::EmptyJson => json!({
+            "description": "Not read; the request must nevertheless be sent as `application/json`.",
+            "required": false,
+            "content": json_content(json!({})),
+        }),
+        Input::JsonOrMultipart(schema) => json!({
+            "required": true,
+            "content": {
+                "application/json": {"schema": schema},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["file"],
+                        "properties": {
+                            "file": {
+                                "type": "string",
+                                "contentMediaType": "application/octet-stream",
+                                "description": "The file; its name and type are taken from the part.",
+                            },
+                            "name": {
+                                "type": "string",
+                                "description": "The document's name; the file name by default.",
+                            },
+                        },
+                    },
+                },
+            },
+        }),
+        Input::Audio => json!({
+            "description": "The recording's bytes, streamed.",
+            "required": true,
+            "content": {
+                "audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}},
+                "audio/mpeg": {"schema": {"type": "string", "contentMediaType": "audio/mpeg"}},
+            },
+        }),
+    };
+    Some(body)
+}
+
+/// The operation object of the operation `meta`, described by `op`, at `template`.
+pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value {
+    let mut params: Vec<Value> = template_params(template).map(path_param).collect();
+    let has_path_params = !params.is_empty();
+    if op.auth == Auth::Organization {
+        params.push(param_ref("OrganizationId"));
+    }
+    params.extend(op.parameters.iter().cloned());
+
+    let mut object = Map::new();
+    object.insert("operationId".to_owned(), json!(meta.id));
+    object.insert("summary".to_owned(), json!(meta.summary));
+    object.insert("tags".to_owned(), json!([meta.tag()]));
+    match op.auth {
+        Auth::Organization => {}
+        Auth::Public => {
+            object.insert("security".to_owned(), json!([]));
+        }
+        Auth::BearerOnly => {
+            object.insert("security".to_owned(), json!([{"Bearer": []}]));
+        }
+    }
+    if !params.is_empty() {
+        object.insert("parameters".to_owned(), Value::Array(params));
+    }
+    if let Some(body) = request_body(&op.input) {
+        object.insert("requestBody".to_owned(), body);
+    }
+    object.insert(
+        "responses".to_owned(),
+        Value::Object(responses(meta, op, has_path_params)),
+    );
+    Value::Object(object)
+}

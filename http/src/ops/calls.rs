@@ -1,0 +1,42 @@
+//! `/api/calls`: calls handled by the organization's agents.
+
+use voiceplane_core::auth::Actor;
+use voiceplane_core::model::{Call, CallUpdate, NewCall};
+use voiceplane_core::page::{Page, PageParams};
+
+use crate::endpoint::{Created, Cx, Data, Json, Query};
+use crate::error::ApiError;
+
+pub(crate) async fn call_create(
+    cx: Cx,
+    (): (),
+    (actor, Json(input)): (Actor, Json<NewCall>),
+) -> Result<Created<Call>, ApiError> {
+    Ok(Created(cx.service().call_create(&actor, input).await?))
+}
+
+pub(crate) async fn call_list(
+    cx: Cx,
+    (): (),
+    (actor, Query(params)): (Actor, Query<PageParams>),
+) -> Result<Page<Call>, ApiError> {
+    Ok(cx.service().call_list(&actor, &params).await?)
+}
+
+pub(crate) async fn call_view(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Data<Call>, ApiError> {
+    Ok(Data(cx.service().call_view(&actor, &call_sid).await?))
+}
+
+pub(crate) async fn call_update(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor, Json(input)): (Actor, Json<CallUpdate>),
+) -> Result<Data<Call>, ApiError> {
+    Ok(Data(
+        cx.service().call_update(&actor, &call_sid, input).await?,
+    ))
+}
