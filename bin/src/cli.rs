@@ -1,4 +1,5 @@
-//! The command line (DESIGN §3).
+//! The command line: `voiceplane [--config PATH] [serve | migrate | bootstrap …]`, where
+//! `serve` is the default and `--config` may be given before or after the subcommand.
 
 use std::path::PathBuf;
 

@@ -34,7 +34,7 @@ use tracing::{info, warn};
 use voiceplane_core::crypto::CredentialCipher;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
-use voiceplane_storage::{SeaRepository, redact_url};
+use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
 
 use crate::cli::{Cli, Command};
 use crate::config::{Config, ConfigError, StorageBackend};
@@ -112,20 +112,10 @@ pub fn init_tracing() {
     }
 }
 
-/// `message` with the database URL, and its password, replaced by their redacted forms.
+/// `message` with the database URL, and its password, replaced by their redacted forms, on one
+/// line.
 fn scrub(message: &str, database_url: &str) -> String {
-    let mut out = message.replace(database_url, &redact_url(database_url));
-    if let Some(password) = url_password(database_url) {
-        out = out.replace(password, "***");
-    }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn url_password(url: &str) -> Option<&str> {
-    let after_scheme = &url[url.find("://")? + 3..];
-    let userinfo = &after_scheme[..after_scheme.rfind('@')?];
-    let password = &userinfo[userinfo.find(':')? + 1..];
-    (!password.is_empty()).then_some(password)
+    config::one_line(&scrub_url(message, database_url))
 }
 
 /// Connects to `database.url` and applies pending migrations.
@@ -482,7 +472,11 @@ mod tests {
             "could not connect to postgres://app:***@db:5432/vp second line"
         );
         assert_eq!(scrub("auth failed for hunter2", url), "auth failed for ***");
-        assert_eq!(url_password("sqlite://voiceplane.db?mode=rwc"), None);
+        let sqlite = "sqlite://voiceplane.db?mode=rwc";
+        assert_eq!(
+            scrub(&format!("at {sqlite}"), sqlite),
+            format!("at {sqlite}")
+        );
     }
 
     #[test]

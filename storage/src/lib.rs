@@ -141,7 +141,7 @@ impl SeaRepository {
             Error::Unavailable(format!(
                 "cannot connect to the database at {}: {}",
                 redact_url(url),
-                scrub(&e.to_string(), url)
+                scrub_url(&e.to_string(), url)
             ))
         })?;
         if let (DatabaseBackend::Postgres, Some(schema)) =
@@ -197,11 +197,22 @@ impl SeaRepository {
     }
 }
 
-/// Removes any occurrence of the URL's password from an error text.
-fn scrub(text: &str, url: &str) -> String {
+/// Removes any occurrence of the URL's password from an error text: the URL itself becomes
+/// its [`redact_url`] form, and the password alone, which drivers sometimes echo, becomes `***`.
+pub fn scrub_url(text: &str, url: &str) -> String {
     let redacted = redact_url(url);
     if redacted == url {
         return text.to_owned();
     }
-    text.replace(url, &redacted)
+    let mut out = text.replace(url, &redacted);
+    let password = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.rsplit_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password)
+        .filter(|password| !password.is_empty());
+    if let Some(password) = password {
+        out = out.replace(password, "***");
+    }
+    out
 }

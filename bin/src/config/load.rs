@@ -1,0 +1,494 @@
+//! Loading ([`Config::load`]: defaults, the TOML file, the environment), validation with one
+//! [`ConfigError`] per problem, and the settings the other crates take, derived from a
+//! [`Config`].
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use voiceplane_core::auth::{JwtSettings, JwtVerifier};
+use voiceplane_storage::{DatabaseOptions, redact_url};
+
+use super::error::truncate;
+use super::{
+    CONFIG_FILE_ENV, Config, ConfigError, DEFAULT_CONFIG_FILE, EnvLayer, Secret, StorageBackend,
+};
+
+/// A loaded and validated configuration, with the file it came from and the warnings to log
+/// once logging is set up.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The configuration.
+    pub config: Config,
+    /// The TOML file read, if any.
+    pub file: Option<PathBuf>,
+    /// Unknown `VOICEPLANE_*` variables, one line each. (Settings that are valid but probably
+    /// unintended are in [`Config::warnings`].)
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Loads the configuration the way the binary does: defaults, then the TOML file
+    /// (`config_path`, else `$VOICEPLANE_CONFIG`, else `./voiceplane.toml` when present), then
+    /// `VOICEPLANE_*` variables; then validates it.
+    pub fn load(config_path: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+        let file = config_file(config_path)?;
+        let env = EnvLayer::from_process_env()?;
+        let warnings = env.warnings().to_vec();
+        let config = Self::from_figment(&Self::figment(file.as_deref(), env))?;
+        config.validate()?;
+        Ok(LoadedConfig {
+            config,
+            file,
+            warnings,
+        })
+    }
+
+    /// The layered figment: defaults, then `file` (which must exist), then `env`.
+    pub fn figment(file: Option<&Path>, env: EnvLayer) -> Figment {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment.merge(env)
+    }
+
+    /// Extracts a configuration from `figment`, without validating it.
+    pub fn from_figment(figment: &Figment) -> Result<Self, ConfigError> {
+        figment.extract().map_err(ConfigError::from_figment)
+    }
+
+    /// Checks every value; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.listen_addr()?;
+        if let Some(url) = &self.public_url {
+            check_http_url("public_url", url)?;
+        }
+
+        let db = &self.database;
+        let scheme_ok = ["sqlite:", "postgres://", "postgresql://"]
+            .iter()
+            .any(|s| db.url.starts_with(s));
+        if !scheme_ok {
+            return Err(ConfigError::new(
+                "database.url",
+                format!(
+                    "\"{}\" is not a sqlite: or postgres:// URL",
+                    truncate(&redact_url(&db.url), 200)
+                ),
+            ));
+        }
+        if db.max_connections == Some(0) {
+            return Err(ConfigError::new(
+                "database.max_connections",
+                "must be at least 1",
+            ));
+        }
+
+        let st = &self.storage;
+        check_not_empty("storage.bucket", st.bucket.as_deref())?;
+        check_not_empty("storage.region", st.region.as_deref())?;
+        check_not_empty("storage.access_key_id", st.access_key_id.as_deref())?;
+        check_not_empty(
+            "storage.secret_access_key",
+            st.secret_access_key.as_ref().map(Secret::expose),
+        )?;
+        if let Some(endpoint) = &st.endpoint {
+            check_http_url("storage.endpoint", endpoint)?;
+        }
+        match st.backend {
+            StorageBackend::Fs if st.root.as_os_str().is_empty() => {
+                return Err(ConfigError::new(
+                    "storage.root",
+                    "must name a folder when storage.backend is fs",
+                ));
+            }
+            StorageBackend::S3 if st.bucket.is_none() => {
+                return Err(ConfigError::new(
+                    "storage.bucket",
+                    "is required when storage.backend is s3",
+                ));
+            }
+            _ => {}
+        }
+        match (&st.access_key_id, &st.secret_access_key) {
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "storage.secret_access_key",
+                    "is required when storage.access_key_id is set",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "storage.access_key_id",
+                    "is required when storage.secret_access_key is set",
+                ));
+            }
+            _ => {}
+        }
+
+        let auth = &self.auth;
+        if auth.jwks_url.is_some() {
+            return Err(ConfigError::new(
+                "auth.jwks_url",
+                "is not supported yet; use auth.jwt_secret or auth.jwt_public_key_pem",
+            ));
+        }
+        check_not_empty(
+            "auth.jwt_secret",
+            auth.jwt_secret.as_ref().map(Secret::expose),
+        )?;
+        check_not_empty(
+            "auth.jwt_public_key_pem",
+            auth.jwt_public_key_pem.as_deref(),
+        )?;
+        check_not_empty("auth.issuer", auth.issuer.as_deref())?;
+        check_not_empty("auth.audience", auth.audience.as_deref())?;
+        self.jwt_verifier()?;
+
+        check_not_empty(
+            "secrets.master_key",
+            self.secrets.master_key.as_ref().map(Secret::expose),
+        )?;
+        self.secrets.master_key_bytes()?;
+
+        let p1 = &self.providers.provider_one;
+        check_http_url("providers.provider_one.base_url", &p1.base_url)?;
+        check_not_empty(
+            "providers.provider_one.api_key",
+            p1.api_key.as_ref().map(Secret::expose),
+        )?;
+        check_not_empty("providers.provider_one.version", Some(&p1.version))?;
+        let p2 = &self.providers.provider_two;
+        check_http_url("providers.provider_two.base_url", &p2.base_url)?;
+        check_not_empty(
+            "providers.provider_two.api_key",
+            p2.api_key.as_ref().map(Secret::expose),
+        )?;
+        check_http_url("telephony.twilio.base_url", &self.telephony.twilio.base_url)?;
+        check_http_url("telephony.telnyx.base_url", &self.telephony.telnyx.base_url)?;
+
+        if self.http.max_body_bytes == 0 {
+            return Err(ConfigError::new(
+                "http.max_body_bytes",
+                "must be at least 1",
+            ));
+        }
+        if self.http.max_upload_bytes == 0 {
+            return Err(ConfigError::new(
+                "http.max_upload_bytes",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Allowed but probably unintended settings, one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.public_url.is_none() && self.listen_addr().is_ok_and(|a| a.ip().is_unspecified()) {
+            out.push(format!(
+                "public_url is not set, so URLs handed out (recordings) start with {}; set public_url to the address clients use",
+                self.public_url()
+            ));
+        }
+        if self.storage.backend == StorageBackend::Memory {
+            out.push("storage.backend is memory: stored recordings and files are lost when the process stops".to_owned());
+        }
+        let has_key = self.auth.jwt_secret.is_some() || self.auth.jwt_public_key_pem.is_some();
+        if !has_key && (self.auth.issuer.is_some() || self.auth.audience.is_some()) {
+            out.push("auth.issuer and auth.audience have no effect without auth.jwt_secret or auth.jwt_public_key_pem".to_owned());
+        }
+        if self
+            .auth
+            .jwt_secret
+            .as_ref()
+            .is_some_and(|s| s.expose().len() < 32)
+        {
+            out.push(
+                "auth.jwt_secret is shorter than 32 bytes; HS256 secrets should be at least 32 random bytes"
+                    .to_owned(),
+            );
+        }
+        if self.secrets.master_key.is_none() {
+            out.push("secrets.master_key is not set: integrations with credentials cannot be stored (generate one with `openssl rand -base64 32`)".to_owned());
+        }
+        out
+    }
+
+    /// `listen` as a socket address.
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.trim().parse().map_err(|_| {
+            ConfigError::new(
+                "listen",
+                format!(
+                    "\"{}\" is not a socket address (host:port)",
+                    truncate(&self.listen, 100)
+                ),
+            )
+        })
+    }
+
+    /// `public_url` without a trailing slash, or `http://<listen>` when unset.
+    pub fn public_url(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim().trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.listen.trim()),
+        }
+    }
+
+    /// The storage crate's database options.
+    pub fn database_options(&self) -> DatabaseOptions {
+        DatabaseOptions {
+            url: self.database.url.clone(),
+            schema: None,
+            max_connections: self.database.max_connections,
+        }
+    }
+
+    /// The core's JWT settings.
+    pub fn jwt_settings(&self) -> JwtSettings {
+        JwtSettings {
+            hs256_secret: self.auth.jwt_secret.as_ref().map(|s| s.expose().to_owned()),
+            public_key_pem: self.auth.jwt_public_key_pem.as_ref().map(|pem| {
+                if pem.contains('\n') {
+                    pem.clone()
+                } else {
+                    pem.replace("\\n", "\n")
+                }
+            }),
+            issuer: self.auth.issuer.clone(),
+            audience: self.auth.audience.clone(),
+        }
+    }
+
+    /// The JWT verifier; `Ok(None)` when no key is configured.
+    pub fn jwt_verifier(&self) -> Result<Option<JwtVerifier>, ConfigError> {
+        JwtVerifier::new(&self.jwt_settings()).map_err(|e| {
+            let message = e.to_string();
+            let message = message
+                .strip_prefix("auth.jwt_public_key_pem ")
+                .unwrap_or(&message)
+                .to_owned();
+            ConfigError::new("auth.jwt_public_key_pem", message)
+        })
+    }
+}
+
+fn check_not_empty(key: &str, value: Option<&str>) -> Result<(), ConfigError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(ConfigError::new(
+            key,
+            "is empty; remove it or give it a value",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_http_url(key: &str, value: &str) -> Result<(), ConfigError> {
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"));
+    match rest {
+        Some(rest)
+            if !rest.is_empty()
+                && !rest.starts_with('/')
+                && !value.chars().any(char::is_whitespace) =>
+        {
+            Ok(())
+        }
+        _ => Err(ConfigError::new(
+            key,
+            format!(
+                "\"{}\" is not an http:// or https:// URL",
+                truncate(value, 200)
+            ),
+        )),
+    }
+}
+
+/// The TOML file to read: `explicit` (must exist), else `$VOICEPLANE_CONFIG` (must exist),
+/// else `./voiceplane.toml` when it exists, else none.
+pub fn config_file(explicit: Option<&Path>) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(path) = explicit {
+        return existing_file("--config", path).map(Some);
+    }
+    if let Some(path) = std::env::var_os(CONFIG_FILE_ENV).filter(|p| !p.is_empty()) {
+        return existing_file(CONFIG_FILE_ENV, Path::new(&path)).map(Some);
+    }
+    let default = Path::new(DEFAULT_CONFIG_FILE);
+    Ok(default.is_file().then(|| default.to_path_buf()))
+}
+
+fn existing_file(source: &str, path: &Path) -> Result<PathBuf, ConfigError> {
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else if path.exists() {
+        Err(ConfigError::new(
+            source,
+            format!("{} is not a file", path.display()),
+        ))
+    } else {
+        Err(ConfigError::new(
+            source,
+            format!("{} does not exist", path.display()),
+        ))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment's `Jail` closures return `figment::Result`.
+mod tests {
+    use std::path::PathBuf;
+
+    use figment::Jail;
+
+    use super::super::StorageBackend;
+    use super::super::testing::{load, load_err, try_load};
+
+    #[test]
+    fn toml_overrides_defaults() {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "voiceplane.toml",
+                r#"
+                listen = "0.0.0.0:9000"
+                public_url = "https://vp.example.com/"
+                [database]
+                url = "postgres://app:pw@db/vp"
+                max_connections = 7
+                [storage]
+                backend = "memory"
+                [http]
+                max_body_bytes = 2048
+                [providers.provider_one]
+                version = "2025-01-01"
+                "#,
+            )?;
+            let loaded = load(jail, None)?;
+            let c = loaded.config;
+            assert_eq!(loaded.file, Some(PathBuf::from("voiceplane.toml")));
+            assert_eq!(c.listen, "0.0.0.0:9000");
+            assert_eq!(c.public_url(), "https://vp.example.com");
+            assert_eq!(c.database.url, "postgres://app:pw@db/vp");
+            assert_eq!(c.database.max_connections, Some(7));
+            assert_eq!(c.storage.backend, StorageBackend::Memory);
+            assert_eq!(c.http.max_body_bytes, 2048);
+            assert_eq!(c.providers.provider_one.version, "2025-01-01");
+            // Untouched keys keep their defaults.
+            assert_eq!(c.providers.provider_one.base_url, "https://api.cartesia.ai");
+            assert_eq!(c.storage.root, PathBuf::from("./voiceplane-data"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_missing_explicit_file_is_an_error() {
+        Jail::expect_with(|jail| {
+            let err = try_load(jail, Some("nope.toml")).map(|_| ()).unwrap_err();
+            assert_eq!(err.to_string(), "--config: nope.toml does not exist");
+            jail.set_env("VOICEPLANE_CONFIG", "gone.toml");
+            let err = try_load(jail, None).map(|_| ()).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "VOICEPLANE_CONFIG: gone.toml does not exist"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_bad_listen_names_the_key_on_one_line() {
+        Jail::expect_with(|jail| {
+            jail.set_env("VOICEPLANE_LISTEN", "abc");
+            let line = load_err(jail);
+            assert_eq!(
+                line,
+                r#"config error: listen: "abc" is not a socket address (host:port)"#
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn validation_errors_name_their_key() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "VOICEPLANE_PUBLIC_URL",
+                "ftp://x",
+                r#"public_url: "ftp://x" is not an http:// or https:// URL"#,
+            ),
+            (
+                "VOICEPLANE_STORAGE__BACKEND",
+                "s3",
+                "storage.bucket: is required when storage.backend is s3",
+            ),
+            (
+                "VOICEPLANE_AUTH__JWKS_URL",
+                "https://idp/jwks",
+                "auth.jwks_url: is not supported yet; use auth.jwt_secret or auth.jwt_public_key_pem",
+            ),
+            (
+                "VOICEPLANE_AUTH__JWT_PUBLIC_KEY_PEM",
+                "not a pem",
+                "auth.jwt_public_key_pem: is neither an RSA nor an EC (P-256) public key in PEM form",
+            ),
+            (
+                "VOICEPLANE_SECRETS__MASTER_KEY",
+                "c2hvcnQ=",
+                "secrets.master_key: decodes to 5 bytes, expected 32 (e.g. from `openssl rand -base64 32`)",
+            ),
+            (
+                "VOICEPLANE_SECRETS__MASTER_KEY",
+                "!!not base64!!",
+                "secrets.master_key: is not valid base64 (expected the base64 of 32 random bytes, e.g. from `openssl rand -base64 32`)",
+            ),
+            (
+                "VOICEPLANE_DATABASE__URL",
+                "mysql://u:hunter2@h/db",
+                r#"database.url: "mysql://u:***@h/db" is not a sqlite: or postgres:// URL"#,
+            ),
+            (
+                "VOICEPLANE_DATABASE__MAX_CONNECTIONS",
+                "0",
+                "database.max_connections: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_HTTP__MAX_BODY_BYTES",
+                "0",
+                "http.max_body_bytes: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_PROVIDERS__PROVIDER_ONE__BASE_URL",
+                "api.cartesia.ai",
+                r#"providers.provider_one.base_url: "api.cartesia.ai" is not an http:// or https:// URL"#,
+            ),
+            (
+                "VOICEPLANE_STORAGE__ACCESS_KEY_ID",
+                "AK",
+                "storage.secret_access_key: is required when storage.access_key_id is set",
+            ),
+        ];
+        for (var, value, expected) in cases {
+            Jail::expect_with(|jail| {
+                jail.set_env(var, value);
+                assert_eq!(load_err(jail), format!("config error: {expected}"));
+                Ok(())
+            });
+        }
+    }
+
+    #[test]
+    fn a_pem_on_one_line_with_escaped_newlines_is_accepted() {
+        Jail::expect_with(|jail| {
+            jail.set_env(
+                "VOICEPLANE_AUTH__JWT_PUBLIC_KEY_PEM",
+                r"-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEBVAhqBnYweIzIaYtDXW4Dk9fDtVp\nWA/KuKqudyeMAS5FXgVlWHxOFWsXuQq5L6CUKKsVLDs2TRdBCIawgRME1g==\n-----END PUBLIC KEY-----\n",
+            );
+            let c = load(jail, None)?.config;
+            assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_some());
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,122 @@
+//! The server's configuration: built-in defaults, then a TOML file, then `VOICEPLANE_*`
+//! environment variables (later wins), then [`Config::validate`].
+//!
+//! Every problem is reported as one [`ConfigError`] line naming the key, e.g.
+//! `listen: "abc" is not a socket address (host:port)`. Secrets never appear in `Debug` output
+//! or in error lines: they are held in [`Secret`], and database URLs are shown through
+//! [`voiceplane_storage::redact_url`].
+//!
+//! Environment variables are read as raw strings (figment's own `Env` would turn `0123` into
+//! the number 123 and `true` into a boolean), an empty variable counts as unset, and every key
+//! `KEY` may instead be read from a file named by `KEY_FILE`
+//! (`VOICEPLANE_AUTH__JWT_SECRET_FILE=/run/secrets/jwt`), with one trailing newline removed.
+//!
+//! The parts: [`ConfigError`] and its one-line wording (`error.rs`), [`Secret`] (`secret.rs`),
+//! booleans and numbers that may arrive as strings (`lenient.rs`), the keys with their types and
+//! defaults (`settings.rs`), loading and validation (`load.rs`) and the environment layer
+//! (`env.rs`).
+
+mod env;
+mod error;
+mod lenient;
+mod load;
+mod secret;
+mod settings;
+
+pub use env::EnvLayer;
+pub use error::ConfigError;
+pub(crate) use error::one_line;
+pub use load::{LoadedConfig, config_file};
+pub use secret::Secret;
+pub use settings::{
+    AuthConfig, Config, DatabaseConfig, HttpSettings, ProviderOneConfig, ProviderTwoConfig,
+    ProvidersConfig, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
+    TelephonyProviderConfig,
+};
+/// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
+pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
+
+/// Prefix of the environment variables read as configuration.
+pub const ENV_PREFIX: &str = "VOICEPLANE_";
+/// Separator of nested keys in environment variable names (`VOICEPLANE_DATABASE__URL`).
+pub const ENV_SEPARATOR: &str = "__";
+/// The environment variable naming the configuration file.
+pub const CONFIG_FILE_ENV: &str = "VOICEPLANE_CONFIG";
+/// The configuration file read when present and no other is named.
+pub const DEFAULT_CONFIG_FILE: &str = "voiceplane.toml";
+
+/// Every configuration key, dotted. Environment variables outside this list are ignored with
+/// a warning.
+pub const KEYS: &[&str] = &[
+    "listen",
+    "public_url",
+    "database.url",
+    "database.max_connections",
+    "storage.backend",
+    "storage.root",
+    "storage.bucket",
+    "storage.endpoint",
+    "storage.region",
+    "storage.access_key_id",
+    "storage.secret_access_key",
+    "storage.path_style",
+    "auth.jwt_secret",
+    "auth.jwt_public_key_pem",
+    "auth.jwks_url",
+    "auth.issuer",
+    "auth.audience",
+    "secrets.master_key",
+    "providers.provider_one.base_url",
+    "providers.provider_one.api_key",
+    "providers.provider_one.version",
+    "providers.provider_two.base_url",
+    "providers.provider_two.api_key",
+    "telephony.twilio.base_url",
+    "telephony.telnyx.base_url",
+    "http.max_body_bytes",
+    "http.max_upload_bytes",
+];
+
+/// Keys whose values are secrets: never echoed, not even in type errors.
+const SECRET_KEYS: &[&str] = &[
+    "storage.secret_access_key",
+    "auth.jwt_secret",
+    "secrets.master_key",
+    "providers.provider_one.api_key",
+    "providers.provider_two.api_key",
+];
+
+/// The figment source name of [`EnvLayer`], by which errors recognise values that came from
+/// the environment.
+const ENV_SOURCE_NAME: &str = "environment variable";
+
+/// Loading as the binary does, for the tests of every part.
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment's `Jail` closures return `figment::Result`.
+mod testing {
+    use std::path::Path;
+
+    use figment::Jail;
+
+    use super::{Config, ConfigError, LoadedConfig};
+
+    /// Loads as the binary does, inside a jail (its own folder and environment).
+    pub(super) fn load(jail: &Jail, explicit: Option<&str>) -> figment::Result<LoadedConfig> {
+        try_load(jail, explicit).map_err(|e| figment::Error::from(e.to_string()))
+    }
+
+    pub(super) fn try_load(
+        jail: &Jail,
+        explicit: Option<&str>,
+    ) -> Result<LoadedConfig, ConfigError> {
+        let _ = jail;
+        Config::load(explicit.map(Path::new))
+    }
+
+    pub(super) fn load_err(jail: &Jail) -> String {
+        match try_load(jail, None) {
+            Ok(loaded) => panic!("expected an error, got {:?}", loaded.config),
+            Err(e) => format!("config error: {e}"),
+        }
+    }
+}

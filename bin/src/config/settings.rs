@@ -1,0 +1,450 @@
+//! The configuration's keys: one struct per section, each field documented with its dotted
+//! key, and the built-in defaults.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use voiceplane_storage::{BlobConfig, S3Settings, redact_url};
+
+use super::lenient::{deserialize_bool, deserialize_opt_u32, deserialize_usize};
+use super::{ConfigError, Secret};
+
+/// The whole configuration. Field names are the dotted keys of [`KEYS`](super::KEYS), which
+/// TOML files and `VOICEPLANE_*` variables already name: renaming a field breaks deployments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `listen`: the socket address to serve on.
+    pub listen: String,
+    /// `public_url`: base of the URLs the server hands out; `http://<listen>` when unset.
+    pub public_url: Option<String>,
+    /// `database.*`.
+    pub database: DatabaseConfig,
+    /// `storage.*`: where recordings and files go.
+    pub storage: StorageConfig,
+    /// `auth.*`: how bearer tokens are verified.
+    pub auth: AuthConfig,
+    /// `secrets.*`.
+    pub secrets: SecretsConfig,
+    /// `providers.*`: the voice providers.
+    pub providers: ProvidersConfig,
+    /// `telephony.*`: the telephony providers probed when validating integrations.
+    pub telephony: TelephonyConfig,
+    /// `http.*`: limits of the HTTP adapter.
+    pub http: HttpSettings,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            public_url: None,
+            database: DatabaseConfig::default(),
+            storage: StorageConfig::default(),
+            auth: AuthConfig::default(),
+            secrets: SecretsConfig::default(),
+            providers: ProvidersConfig::default(),
+            telephony: TelephonyConfig::default(),
+            http: HttpSettings::default(),
+        }
+    }
+}
+
+/// `database.*`. `Debug` hides the password in the URL.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `database.url`: `sqlite://path?mode=rwc`, `sqlite::memory:` or
+    /// `postgres://user:password@host/db`.
+    pub url: String,
+    /// `database.max_connections`: pool size; the storage crate picks one when unset.
+    #[serde(deserialize_with = "deserialize_opt_u32")]
+    pub max_connections: Option<u32>,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://voiceplane.db?mode=rwc".to_owned(),
+            max_connections: None,
+        }
+    }
+}
+
+impl fmt::Debug for DatabaseConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseConfig")
+            .field("url", &redact_url(&self.url))
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+/// `storage.backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// Files under `storage.root`.
+    #[default]
+    Fs,
+    /// In memory; lost when the process stops.
+    Memory,
+    /// An S3-compatible bucket.
+    S3,
+}
+
+impl fmt::Display for StorageBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Fs => "fs",
+            Self::Memory => "memory",
+            Self::S3 => "s3",
+        })
+    }
+}
+
+/// `storage.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `storage.backend`: `fs`, `memory` or `s3`.
+    pub backend: StorageBackend,
+    /// `storage.root`: the folder of the `fs` backend, created on first run.
+    pub root: PathBuf,
+    /// `storage.bucket`: the bucket of the `s3` backend (required for it).
+    pub bucket: Option<String>,
+    /// `storage.endpoint`: the S3 endpoint, for S3-compatible servers.
+    pub endpoint: Option<String>,
+    /// `storage.region`: the S3 region.
+    pub region: Option<String>,
+    /// `storage.access_key_id`: the S3 access key id.
+    pub access_key_id: Option<String>,
+    /// `storage.secret_access_key`: the S3 secret key.
+    pub secret_access_key: Option<Secret>,
+    /// `storage.path_style`: path-style S3 URLs (`https://endpoint/bucket/key`, what most
+    /// S3-compatible servers want) rather than virtual-host style
+    /// (`https://bucket.endpoint/key`). Default `true`.
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub path_style: bool,
+}
+
+impl StorageConfig {
+    /// The storage crate's blob store settings for the configured backend.
+    pub fn blob_config(&self) -> BlobConfig {
+        match self.backend {
+            StorageBackend::Fs => BlobConfig::Fs {
+                root: self.root.clone(),
+            },
+            StorageBackend::Memory => BlobConfig::Memory,
+            StorageBackend::S3 => BlobConfig::S3(S3Settings {
+                bucket: self.bucket.clone().unwrap_or_default(),
+                endpoint: self.endpoint.clone(),
+                region: self.region.clone(),
+                access_key_id: self.access_key_id.clone(),
+                secret_access_key: self
+                    .secret_access_key
+                    .as_ref()
+                    .map(|s| s.expose().to_owned()),
+                path_style: self.path_style,
+            }),
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            backend: StorageBackend::Fs,
+            root: PathBuf::from("./voiceplane-data"),
+            bucket: None,
+            endpoint: None,
+            region: None,
+            access_key_id: None,
+            secret_access_key: None,
+            path_style: true,
+        }
+    }
+}
+
+/// `auth.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// `auth.jwt_secret`: HS256 shared secret.
+    pub jwt_secret: Option<Secret>,
+    /// `auth.jwt_public_key_pem`: PEM public key for RS256 or ES256. A literal `\n` in it is
+    /// read as a newline, so that a PEM fits on one environment variable line.
+    pub jwt_public_key_pem: Option<String>,
+    /// `auth.jwks_url`: not supported yet; setting it is an error.
+    pub jwks_url: Option<String>,
+    /// `auth.issuer`: required `iss` claim.
+    pub issuer: Option<String>,
+    /// `auth.audience`: required `aud` claim.
+    pub audience: Option<String>,
+}
+
+/// `secrets.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretsConfig {
+    /// `secrets.master_key`: base64 of 32 bytes, the key that encrypts integration
+    /// credentials at rest.
+    pub master_key: Option<Secret>,
+}
+
+impl SecretsConfig {
+    /// The decoded master key; `Ok(None)` when unset. Standard and URL-safe base64 are
+    /// accepted, with or without padding.
+    pub fn master_key_bytes(&self) -> Result<Option<[u8; 32]>, ConfigError> {
+        let Some(key) = &self.master_key else {
+            return Ok(None);
+        };
+        let text = key.expose().trim();
+        let decoded = [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ]
+        .iter()
+        .find_map(|engine| engine.decode(text).ok())
+        .ok_or_else(|| {
+            ConfigError::new(
+                "secrets.master_key",
+                "is not valid base64 (expected the base64 of 32 random bytes, e.g. from `openssl rand -base64 32`)",
+            )
+        })?;
+        let len = decoded.len();
+        <[u8; 32]>::try_from(decoded).map(Some).map_err(|_| {
+            ConfigError::new(
+                "secrets.master_key",
+                format!(
+                    "decodes to {len} bytes, expected 32 (e.g. from `openssl rand -base64 32`)"
+                ),
+            )
+        })
+    }
+}
+
+/// `providers.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProvidersConfig {
+    /// `providers.provider_one.*`.
+    pub provider_one: ProviderOneConfig,
+    /// `providers.provider_two.*`.
+    pub provider_two: ProviderTwoConfig,
+}
+
+/// `providers.provider_one.*` (Cartesia's API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderOneConfig {
+    /// `providers.provider_one.base_url`.
+    pub base_url: String,
+    /// `providers.provider_one.api_key`.
+    pub api_key: Option<Secret>,
+    /// `providers.provider_one.version`: the `Cartesia-Version` header.
+    pub version: String,
+}
+
+impl Default for ProviderOneConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.cartesia.ai".to_owned(),
+            api_key: None,
+            version: "2024-06-10".to_owned(),
+        }
+    }
+}
+
+/// `providers.provider_two.*` (ElevenLabs' API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderTwoConfig {
+    /// `providers.provider_two.base_url`.
+    pub base_url: String,
+    /// `providers.provider_two.api_key`.
+    pub api_key: Option<Secret>,
+}
+
+impl Default for ProviderTwoConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.elevenlabs.io".to_owned(),
+            api_key: None,
+        }
+    }
+}
+
+/// `telephony.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelephonyConfig {
+    /// `telephony.twilio.*`.
+    pub twilio: TelephonyProviderConfig,
+    /// `telephony.telnyx.*`.
+    pub telnyx: TelephonyProviderConfig,
+}
+
+impl Default for TelephonyConfig {
+    fn default() -> Self {
+        Self {
+            twilio: TelephonyProviderConfig {
+                base_url: "https://api.twilio.com".to_owned(),
+            },
+            telnyx: TelephonyProviderConfig {
+                base_url: "https://api.telnyx.com".to_owned(),
+            },
+        }
+    }
+}
+
+/// `telephony.<provider>.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelephonyProviderConfig {
+    /// `telephony.<provider>.base_url`.
+    pub base_url: String,
+}
+
+/// `http.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSettings {
+    /// `http.max_body_bytes`: largest JSON body accepted (413 beyond).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub max_body_bytes: usize,
+    /// `http.max_upload_bytes`: largest recording or knowledge-base file (413 beyond).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub max_upload_bytes: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment's `Jail` closures return `figment::Result`.
+mod tests {
+    use figment::Jail;
+    use figment::value::Value;
+
+    use super::super::KEYS;
+    use super::super::testing::{load, load_err};
+    use super::*;
+
+    #[test]
+    fn the_built_in_defaults() {
+        Jail::expect_with(|jail| {
+            let loaded = load(jail, None)?;
+            let c = &loaded.config;
+            assert_eq!(loaded.file, None);
+            assert_eq!(c, &Config::default());
+            assert_eq!(c.listen, "127.0.0.1:8080");
+            assert_eq!(c.public_url(), "http://127.0.0.1:8080");
+            assert_eq!(c.database.url, "sqlite://voiceplane.db?mode=rwc");
+            assert_eq!(c.database.max_connections, None);
+            assert_eq!(c.storage.backend, StorageBackend::Fs);
+            assert_eq!(c.storage.root, PathBuf::from("./voiceplane-data"));
+            assert_eq!(c.auth, AuthConfig::default());
+            assert_eq!(c.secrets.master_key, None);
+            assert_eq!(c.providers.provider_one.base_url, "https://api.cartesia.ai");
+            assert_eq!(c.providers.provider_one.version, "2024-06-10");
+            assert_eq!(
+                c.providers.provider_two.base_url,
+                "https://api.elevenlabs.io"
+            );
+            assert_eq!(c.telephony.twilio.base_url, "https://api.twilio.com");
+            assert_eq!(c.telephony.telnyx.base_url, "https://api.telnyx.com");
+            assert_eq!(c.http.max_body_bytes, 1024 * 1024);
+            assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_none());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_valid_master_key_decodes() {
+        Jail::expect_with(|jail| {
+            jail.set_env(
+                "VOICEPLANE_SECRETS__MASTER_KEY",
+                "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+            );
+            let c = load(jail, None)?.config;
+            let key = c.secrets.master_key_bytes().map_err(|e| e.to_string())?;
+            assert_eq!(key.map(|k| k[31]), Some(31));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn keys_list_matches_the_defaults() {
+        fn leaves(prefix: &str, value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Dict(_, dict) => {
+                    for (k, v) in dict {
+                        let key = if prefix.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{prefix}.{k}")
+                        };
+                        leaves(&key, v, out);
+                    }
+                }
+                _ => out.push(prefix.to_owned()),
+            }
+        }
+        let value = Value::serialize(Config::default()).unwrap();
+        let mut found = Vec::new();
+        leaves("", &value, &mut found);
+        for key in &found {
+            assert!(KEYS.contains(&key.as_str()), "{key} missing from KEYS");
+        }
+        // Optional keys serialize as empty values, so every key appears exactly once.
+        let mut known: Vec<String> = KEYS.iter().map(|k| (*k).to_owned()).collect();
+        known.sort();
+        found.sort();
+        assert_eq!(found, known);
+    }
+
+    #[test]
+    fn s3_storage_settings_reach_the_blob_store() {
+        Jail::expect_with(|jail| {
+            jail.set_env("VOICEPLANE_STORAGE__BACKEND", "s3");
+            jail.set_env("VOICEPLANE_STORAGE__BUCKET", "recordings");
+            jail.set_env("VOICEPLANE_STORAGE__ENDPOINT", "http://127.0.0.1:9000");
+            jail.set_env("VOICEPLANE_STORAGE__ACCESS_KEY_ID", "AK");
+            jail.set_env("VOICEPLANE_STORAGE__SECRET_ACCESS_KEY", "hunter2-secret");
+            let c = load(jail, None)?.config;
+            assert!(c.storage.path_style, "path-style by default");
+            let BlobConfig::S3(s3) = c.storage.blob_config() else {
+                panic!("expected s3");
+            };
+            assert_eq!(s3.bucket, "recordings");
+            assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+            assert_eq!(s3.region, None);
+            assert_eq!(s3.secret_access_key.as_deref(), Some("hunter2-secret"));
+            assert!(s3.path_style);
+            assert!(!format!("{c:?}").contains("hunter2"));
+
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "False");
+            assert!(!load(jail, None)?.config.storage.path_style);
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "1");
+            assert!(load(jail, None)?.config.storage.path_style);
+            jail.set_env("VOICEPLANE_STORAGE__PATH_STYLE", "maybe");
+            let err = load_err(jail);
+            assert!(
+                err.starts_with("config error: storage.path_style: "),
+                "{err}"
+            );
+            Ok(())
+        });
+    }
+}
