@@ -22,9 +22,6 @@ pub enum Error {
     /// The request body is larger than allowed (HTTP 413).
     #[error("{0}")]
     PayloadTooLarge(String),
-    /// The request body has a media type the operation does not take (HTTP 415).
-    #[error("{0}")]
-    UnsupportedMediaType(String),
     /// An upstream provider failed or answered garbage (HTTP 502).
     #[error("{0}")]
     Upstream(String),

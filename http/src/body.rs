@@ -15,6 +15,53 @@ use crate::error::{ApiError, payload_too_large};
 /// The 415 detail for a JSON body sent with another `Content-Type`.
 pub(crate) const JSON_REQUIRED: &str = "Content-Type must be application/json";
 
+/// A parsed `Content-Type`: the lowercase `type/subtype` and the parameters, names lowercase
+/// and values unquoted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MediaType {
+    pub(crate) essence: String,
+    params: Vec<(String, String)>,
+}
+
+impl MediaType {
+    /// Parses a `Content-Type` value, allowing whitespace around `;` and `=` as HTTP does
+    /// (`mime` refuses `application/json ; charset=utf-8`, which clients send).
+    pub(crate) fn parse(value: &str) -> Option<Self> {
+        let mut parts = value.split(';');
+        let essence = parts.next()?.trim().to_ascii_lowercase();
+        let (kind, sub) = essence.split_once('/')?;
+        if kind.is_empty() || sub.is_empty() || essence.contains(char::is_whitespace) {
+            return None;
+        }
+        let params = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(name, value)| {
+                let value = value.trim();
+                let value = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(value);
+                (name.trim().to_ascii_lowercase(), value.to_owned())
+            })
+            .collect();
+        Some(Self { essence, params })
+    }
+
+    /// The value of parameter `name` (lowercase).
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The request's media type: its first `Content-Type`, parsed. This is the adapter's one
+/// reader of `Content-Type`; a value that does not parse is treated as absent.
+pub(crate) fn media_type(headers: &HeaderMap) -> Option<MediaType> {
+    MediaType::parse(headers.get(header::CONTENT_TYPE)?.to_str().ok()?)
+}
+
 /// What the `Content-Type` of a request says about JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JsonContentType {
@@ -26,32 +73,18 @@ pub(crate) enum JsonContentType {
     Other,
 }
 
-/// Classifies the request's `Content-Type` (the first one, if several are sent). Media type
-/// and parameter names are case-insensitive; parameters other than `charset` are ignored.
+/// Classifies the request's `Content-Type`. Media type and parameter names are
+/// case-insensitive; parameters other than `charset` are ignored.
 pub(crate) fn json_content_type(headers: &HeaderMap) -> JsonContentType {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return JsonContentType::Other;
-    };
-    let mut parts = value.split(';');
-    let essence = parts.next().unwrap_or_default().trim();
-    if !essence.eq_ignore_ascii_case("application/json") {
-        return JsonContentType::Other;
-    }
-    for param in parts {
-        let Some((name, val)) = param.split_once('=') else {
-            continue;
-        };
-        if name.trim().eq_ignore_ascii_case("charset") {
-            let charset = val.trim().trim_matches('"');
-            if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("utf8") {
-                return JsonContentType::WrongCharset;
+    match media_type(headers) {
+        Some(media) if media.essence == "application/json" => match media.param("charset") {
+            Some(c) if !c.eq_ignore_ascii_case("utf-8") && !c.eq_ignore_ascii_case("utf8") => {
+                JsonContentType::WrongCharset
             }
-        }
+            _ => JsonContentType::Json,
+        },
+        _ => JsonContentType::Other,
     }
-    JsonContentType::Json
 }
 
 /// Fails with 415 unless the request declares a UTF-8 JSON body; `detail` is the sentence of

@@ -7,13 +7,12 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use http::header;
 use voiceplane_core::Error;
 use voiceplane_core::model::NewTextDocument;
 use voiceplane_core::service::NewDocument;
 
 use crate::BoxError;
-use crate::body::{check_declared_length, read_json};
+use crate::body::{check_declared_length, media_type, read_json};
 use crate::endpoint::{Cx, Extract, RequestBody};
 use crate::error::ApiError;
 use crate::openapi::{Input, OpSpec, Schemas};
@@ -35,22 +34,18 @@ impl Extract for NewDocumentBody {
     async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let headers = &cx.parts.headers;
         let body = body.take().unwrap_or_default();
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let is_multipart = content_type
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("multipart/form-data");
-        if !is_multipart {
+        let media = media_type(headers).filter(|m| m.essence == "multipart/form-data");
+        let Some(media) = media else {
             let limit = cx.api.config.max_body_bytes;
             return Ok(Self::Text(
                 read_json(headers, body, limit, KB_JSON_REQUIRED).await?,
             ));
-        }
-        let boundary = multer::parse_boundary(content_type)
-            .map_err(|_| ApiError::bad_request("multipart/form-data needs a boundary parameter"))?;
+        };
+        let boundary = media
+            .param("boundary")
+            .filter(|b| !b.is_empty())
+            .ok_or_else(|| ApiError::bad_request("multipart/form-data needs a boundary parameter"))?
+            .to_owned();
         let limit = cx.api.config.max_upload_bytes;
         check_declared_length(headers, limit)?;
         let stream = BoxedErrors(byte_stream(body, limit));

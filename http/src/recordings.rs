@@ -4,6 +4,7 @@
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::json;
 use voiceplane_core::blob::{BlobRead, ByteStream, RangeRequest};
+use voiceplane_core::service::AudioFormat;
 
 use crate::endpoint::{Cx, Extract, Reply, RequestBody};
 use crate::error::ApiError;
@@ -11,29 +12,35 @@ use crate::openapi::{Input, OpSpec, Output, Schemas};
 use crate::stream::{byte_stream, streamed};
 use crate::{ResponseBody, body};
 
-/// A raw request body streamed to the service, with its declared `Content-Type` (the service
-/// decides which audio formats it takes).
+/// A raw request body streamed to the service, in the audio format its `Content-Type`
+/// declares.
 pub(crate) struct AudioUpload {
-    pub(crate) content_type: String,
+    pub(crate) format: AudioFormat,
     pub(crate) stream: ByteStream,
+}
+
+/// The audio format of a declared media type, aliases included.
+fn audio_format(essence: &str) -> Option<AudioFormat> {
+    match essence {
+        "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/vnd.wave" => Some(AudioFormat::Wav),
+        "audio/mpeg" | "audio/mp3" => Some(AudioFormat::Mpeg),
+        _ => None,
+    }
 }
 
 impl Extract for AudioUpload {
     async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let limit = cx.api.config.max_upload_bytes;
         body::check_declared_length(&cx.parts.headers, limit)?;
-        let content_type = cx
-            .parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let format = body::media_type(&cx.parts.headers)
+            .and_then(|m| audio_format(&m.essence))
+            .ok_or_else(|| {
+                ApiError::unsupported_media_type(
+                    "recordings must be sent with Content-Type audio/wav or audio/mpeg",
+                )
+            })?;
         let stream = byte_stream(body.take().unwrap_or_default(), limit);
-        Ok(Self {
-            content_type,
-            stream,
-        })
+        Ok(Self { format, stream })
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {

@@ -382,6 +382,90 @@ mod tests {
         }
     }
 
+    /// The names of the `pub fn`s of `Service`, read from its source files.
+    fn service_methods() -> Vec<String> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/service");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for line in source.lines() {
+                let line = line.trim_start();
+                let rest = line
+                    .strip_prefix("pub async fn ")
+                    .or_else(|| line.strip_prefix("pub fn "));
+                if let Some(rest) = rest {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_operation_id_is_a_service_method() {
+        let methods = service_methods();
+        assert!(methods.iter().any(|m| m == "agent_view"), "{methods:?}");
+        for op in OPERATIONS {
+            let is_method = methods.iter().any(|m| m == op.id);
+            if ADAPTER_OPERATIONS.contains(&op.id) {
+                assert!(!is_method, "{} is a Service method now: call it", op.id);
+            } else {
+                assert!(is_method, "operation {} names no Service method", op.id);
+            }
+        }
+    }
+
+    #[test]
+    fn operations_follow_the_route_table() {
+        assert_eq!(OPERATIONS.len(), ROUTES.len());
+        for (op, &(method, template)) in OPERATIONS.iter().zip(ROUTES) {
+            assert_eq!((op.method, op.template), (method, template));
+            let m = Method::from_bytes(method.as_bytes()).unwrap();
+            let route = resolve(&m, &sample_path(template)).unwrap();
+            assert_eq!(route.operation_id(), op.id);
+            assert!(
+                !op.summary.is_empty() && !op.summary.starts_with(' '),
+                "{}",
+                op.id
+            );
+        }
+    }
+
+    /// `http/README.md` lists every operation, one row each, as the table declares it.
+    #[test]
+    fn the_readme_lists_every_operation() {
+        let readme = include_str!("../README.md");
+        let rows: Vec<String> = OPERATIONS
+            .iter()
+            .map(|op| format!("| {} | `{}` | `{}` |", op.method, op.template, op.id))
+            .collect();
+        for row in &rows {
+            assert!(
+                readme.contains(row.as_str()),
+                "http/README.md lacks the row {row}"
+            );
+        }
+        let listed = readme
+            .lines()
+            .filter(|l| {
+                l.starts_with("| GET |")
+                    || l.starts_with("| POST |")
+                    || l.starts_with("| PUT |")
+                    || l.starts_with("| PATCH |")
+                    || l.starts_with("| DELETE |")
+            })
+            .count();
+        assert_eq!(
+            listed,
+            rows.len(),
+            "http/README.md lists operations that do not exist"
+        );
+    }
+
     #[test]
     fn path_params_are_captured() {
         assert_eq!(

@@ -31,7 +31,7 @@ mod integrations;
 mod members;
 mod phone_numbers;
 mod recordings;
-pub use recordings::{RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
+pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod tools;
 mod voices;
 

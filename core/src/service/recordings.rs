@@ -9,37 +9,42 @@ use crate::blob::{BlobRead, ByteStream, RangeRequest};
 /// How long a stream URL is valid.
 pub const STREAM_URL_TTL_SECS: u64 = 3600;
 
-/// The formats a recording may have: `(content type, extension)`.
-const FORMATS: &[(&str, &str)] = &[("audio/wav", "wav"), ("audio/mpeg", "mp3")];
+/// The audio formats a recording may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioFormat {
+    /// WAV, stored as `audio/wav` with the extension `wav`.
+    Wav,
+    /// MP3, stored as `audio/mpeg` with the extension `mp3`.
+    Mpeg,
+}
 
-/// The canonical content type and extension of a declared `Content-Type`.
-fn format_of(content_type: &str) -> Result<(&'static str, &'static str)> {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let canonical = match essence.as_str() {
-        "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/vnd.wave" => "audio/wav",
-        "audio/mpeg" | "audio/mp3" => "audio/mpeg",
-        _ => {
-            return Err(Error::UnsupportedMediaType(
-                "recordings must be sent with Content-Type audio/wav or audio/mpeg".to_owned(),
-            ));
+impl AudioFormat {
+    const ALL: [Self; 2] = [Self::Wav, Self::Mpeg];
+
+    /// The canonical content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Wav => "audio/wav",
+            Self::Mpeg => "audio/mpeg",
         }
-    };
-    FORMATS
-        .iter()
-        .copied()
-        .find(|(ct, _)| *ct == canonical)
-        .ok_or_else(|| Error::Internal("recording format table".to_owned()))
+    }
+
+    /// The file extension of stored recordings.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Wav => "wav",
+            Self::Mpeg => "mp3",
+        }
+    }
 }
 
 /// The content type of a recording file name by its extension.
 fn content_type_of(file: &str) -> Option<&'static str> {
     let ext = file.rsplit_once('.')?.1;
-    FORMATS.iter().find(|(_, e)| *e == ext).map(|(ct, _)| *ct)
+    AudioFormat::ALL
+        .into_iter()
+        .find(|f| f.extension() == ext)
+        .map(AudioFormat::content_type)
 }
 
 /// What a signed recording URL read produced.
@@ -92,11 +97,11 @@ impl Service {
         &self,
         actor: &Actor,
         call_sid: &str,
-        content_type: &str,
+        format: AudioFormat,
         body: ByteStream,
     ) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
-        let (content_type, ext) = format_of(content_type)?;
+        let (content_type, ext) = (format.content_type(), format.extension());
         let mut call = self.call_view(actor, call_sid).await?;
         let blobs = self.blobs()?;
         let key = format!(

@@ -20,7 +20,7 @@ pub(crate) async fn recording_upload(
 ) -> Result<Data<Call>, ApiError> {
     let call = cx
         .service()
-        .recording_upload(&actor, &call_sid, &upload.content_type, upload.stream)
+        .recording_upload(&actor, &call_sid, upload.format, upload.stream)
         .await?;
     Ok(Data(call))
 }
