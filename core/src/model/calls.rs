@@ -66,11 +66,6 @@ impl CallStatus {
             Self::Canceled => "canceled",
         }
     }
-
-    /// Parses a wire name.
-    pub fn parse(s: &str) -> Option<Self> {
-        serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
-    }
 }
 
 /// A call.
