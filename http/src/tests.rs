@@ -73,6 +73,9 @@ impl OrganizationRepository for Fake {
     async fn user_find_by_email(&self, _: &str) -> Result<Option<User>> {
         Ok(None)
     }
+    async fn user_touch_login(&self, _: &str, _: Timestamp, _: Timestamp) -> Result<()> {
+        Ok(())
+    }
     async fn membership_find(&self, _: &str, _: &str) -> Result<Option<Membership>> {
         Ok(None)
     }

@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{ApiKeyStatus, MemberStatus};
 
-/// `last_used_at` is written at most once per this many seconds per key.
+/// A key's `last_used_at` and a user's `last_login` are written at most once per this many
+/// seconds each.
 const TOUCH_INTERVAL_SECS: i64 = 60;
 
 impl Service {
@@ -115,6 +116,21 @@ impl Service {
             .await?
             .filter(|m| m.status == MemberStatus::Active)
             .ok_or_else(|| Error::forbidden("you are not a member of this organization"))?;
+        // Unconditional here because the membership row does not carry `last_login`; the
+        // repository's condition keeps it to one write per user per interval. Best effort, like
+        // the key touch: a failed write must not fail the request it describes.
+        let now = self.now();
+        if let Err(e) = self
+            .repo
+            .user_touch_login(
+                &membership.user_id,
+                now,
+                now.add_seconds(-TOUCH_INTERVAL_SECS),
+            )
+            .await
+        {
+            tracing::warn!(user_id = %membership.user_id, error = %e, "could not record sign-in");
+        }
         Ok(Actor {
             organization_id: membership.organization_id,
             user_id: membership.user_id,

@@ -1,7 +1,7 @@
 //! Health, organizations, users, memberships and invitations.
 
 use async_trait::async_trait;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
     TransactionTrait,
@@ -185,6 +185,26 @@ impl OrganizationRepository for SeaRepository {
             .await
             .map_err(db_err)?
             .map(user_from))
+    }
+
+    async fn user_touch_login(
+        &self,
+        user_id: &str,
+        now: Timestamp,
+        not_before: Timestamp,
+    ) -> Result<()> {
+        user::Entity::update_many()
+            .col_expr(user::Column::LastLogin, Expr::val(now.as_micros()))
+            .filter(user::Column::UserId.eq(user_id))
+            .filter(
+                user::Column::LastLogin
+                    .is_null()
+                    .or(user::Column::LastLogin.lt(not_before.as_micros())),
+            )
+            .exec(&self.db)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     async fn membership_find(
