@@ -1,7 +1,7 @@
 //! API keys.
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
 use voiceplane_core::Result;
 use voiceplane_core::model::{ApiKey, ApiKeyStatus};
@@ -9,7 +9,7 @@ use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::ApiKeyRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{all, keyset, one};
+use super::{all, keyset, one, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::api_key;
@@ -71,18 +71,15 @@ impl ApiKeyRepository for SeaRepository {
         now: Timestamp,
         not_before: Timestamp,
     ) -> Result<()> {
-        api_key::Entity::update_many()
-            .col_expr(api_key::Column::LastUsedAt, Expr::val(now.as_micros()))
-            .filter(api_key::Column::KeyId.eq(key_id))
-            .filter(
-                api_key::Column::LastUsedAt
-                    .is_null()
-                    .or(api_key::Column::LastUsedAt.lt(not_before.as_micros())),
-            )
-            .exec(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(())
+        touch::<api_key::Entity, _>(
+            &self.db,
+            api_key::Column::KeyId,
+            key_id,
+            api_key::Column::LastUsedAt,
+            now,
+            not_before,
+        )
+        .await
     }
 
     async fn api_key_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<ApiKey>> {

@@ -7,6 +7,7 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
 };
 use voiceplane_core::page::PageQuery;
+use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
 use crate::convert::db_err;
@@ -104,6 +105,31 @@ where
         .all(db)
         .await
         .map_err(db_err)
+}
+
+/// Sets `column = now` on the row whose `key` is `id` unless `column` is already later than
+/// `not_before`: a usage timestamp written at most once per row per interval, however many
+/// requests race to write it.
+async fn touch<E, C>(
+    db: &C,
+    key: E::Column,
+    id: &str,
+    column: E::Column,
+    now: Timestamp,
+    not_before: Timestamp,
+) -> Result<()>
+where
+    E: EntityTrait,
+    C: ConnectionTrait,
+{
+    E::update_many()
+        .col_expr(column, Expr::val(now.as_micros()))
+        .filter(key.eq(id))
+        .filter(column.is_null().or(column.lt(not_before.as_micros())))
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }
 
 /// Serializes writes that must see a stable view of an organization's rows (reference checks,

@@ -1,7 +1,7 @@
 //! Health, organizations, users, memberships and invitations.
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
     TransactionTrait,
@@ -17,7 +17,7 @@ use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
 use super::api_keys::api_key_row;
-use super::{all, lock_org, one};
+use super::{all, lock_org, one, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::{api_key, invitation, membership, organization, user};
@@ -193,18 +193,15 @@ impl OrganizationRepository for SeaRepository {
         now: Timestamp,
         not_before: Timestamp,
     ) -> Result<()> {
-        user::Entity::update_many()
-            .col_expr(user::Column::LastLogin, Expr::val(now.as_micros()))
-            .filter(user::Column::UserId.eq(user_id))
-            .filter(
-                user::Column::LastLogin
-                    .is_null()
-                    .or(user::Column::LastLogin.lt(not_before.as_micros())),
-            )
-            .exec(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(())
+        touch::<user::Entity, _>(
+            &self.db,
+            user::Column::UserId,
+            user_id,
+            user::Column::LastLogin,
+            now,
+            not_before,
+        )
+        .await
     }
 
     async fn membership_find(
