@@ -5,6 +5,11 @@ use rand::RngExt;
 
 use crate::error::{Error, Result};
 
+/// Fewest hex digits of an id whose length is not fixed.
+const MIN_HEX_DIGITS: usize = 12;
+/// Most hex digits of an id whose length is not fixed.
+const MAX_HEX_DIGITS: usize = 64;
+
 /// The kinds of identifier voiceplane issues, with their prefix and length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdKind {
@@ -60,7 +65,8 @@ impl IdKind {
     }
 
     /// Whether ids of this kind have exactly [`generated_len`](Self::generated_len) digits
-    /// (pinned by the spec) rather than at least 12.
+    /// (their length is part of the API's published format) rather than [`MIN_HEX_DIGITS`] to
+    /// [`MAX_HEX_DIGITS`].
     const fn fixed_len(self) -> bool {
         matches!(self, Self::ApiKey | Self::Integration)
     }
@@ -106,7 +112,7 @@ impl IdKind {
                 let len_ok = if self.fixed_len() {
                     tail.len() == self.generated_len()
                 } else {
-                    (12..=64).contains(&tail.len())
+                    (MIN_HEX_DIGITS..=MAX_HEX_DIGITS).contains(&tail.len())
                 };
                 hex && len_ok
             }
@@ -132,7 +138,10 @@ impl IdKind {
             Self::User => "`user_` followed by letters, digits, `_` or `-`".to_owned(),
             Self::Call => "`call_` followed by letters and digits".to_owned(),
             k if k.fixed_len() => format!("`{}` followed by 12 hex digits", k.prefix()),
-            k => format!("`{}` followed by at least 12 hex digits", k.prefix()),
+            k => format!(
+                "`{}` followed by {MIN_HEX_DIGITS} to {MAX_HEX_DIGITS} hex digits",
+                k.prefix()
+            ),
         }
     }
 }
@@ -204,5 +213,18 @@ mod tests {
         assert!(IdKind::Agent.parse("tool_0123456789ab").is_err());
         assert!(IdKind::Call.parse("call_abc123").is_ok());
         assert!(IdKind::Call.parse("call_").is_err());
+    }
+
+    #[test]
+    fn a_too_long_id_is_told_both_bounds() {
+        let long = format!("agent_{}", "a".repeat(400));
+        let err = IdKind::Agent.parse(&long).unwrap_err().to_string();
+        assert!(
+            err.ends_with("expected `agent_` followed by 12 to 64 hex digits"),
+            "{err}"
+        );
+        assert!(IdKind::Agent.matches(&format!("agent_{}", "a".repeat(64))));
+        assert!(!IdKind::Agent.matches(&format!("agent_{}", "a".repeat(65))));
+        assert!(!IdKind::Agent.matches(&format!("agent_{}", "a".repeat(11))));
     }
 }

@@ -48,6 +48,14 @@ pub trait OrganizationRepository: Send + Sync {
     async fn bootstrap(&self, records: &BootstrapRecords) -> Result<()>;
     /// The user with this e-mail (lower case), if any.
     async fn user_find_by_email(&self, email: &str) -> Result<Option<User>>;
+    /// Sets the user's `last_login = now` unless it is already later than `not_before`; the
+    /// condition keeps the write rate at one per user per interval.
+    async fn user_touch_login(
+        &self,
+        user_id: &str,
+        now: Timestamp,
+        not_before: Timestamp,
+    ) -> Result<()>;
     /// The membership of `user_id` in `organization_id`, if any.
     async fn membership_find(
         &self,

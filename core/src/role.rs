@@ -58,7 +58,7 @@ impl FromStr for Role {
     }
 }
 
-/// A permission, named `<resource>:<action>` as in the spec.
+/// A permission, named `<resource>:<action>` in the messages that refuse it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Permission {
     /// `api_keys:read`
@@ -123,7 +123,7 @@ impl Permission {
         }
     }
 
-    /// The spec's name, e.g. `tools:read`.
+    /// The `<resource>:<action>` name, e.g. `tools:read`.
     pub const fn name(self) -> &'static str {
         use Permission::*;
         match self {

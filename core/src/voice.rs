@@ -1,6 +1,6 @@
-//! Voices: the results of a provider search (SPEC §2.5) and of provider_two's shared library
-//! (SPEC §2.6), the validated queries sent to the providers, and the traits the HTTP clients
-//! implement.
+//! Voices: the results of a provider search (`GET /api/voices/search`) and of provider_two's
+//! shared library (`GET /api/voices/provider_two/library`), the validated queries sent to the
+//! providers, and the traits the HTTP clients implement.
 //!
 //! Two text-to-speech providers exist, written `provider_one` and `provider_two`. Both can be
 //! searched ([`VoiceProvider`]); only `provider_two` has a shared library from which voices
@@ -80,7 +80,7 @@ impl fmt::Display for VoiceProviderName {
     }
 }
 
-/// A voice found by a search (SPEC §2.5).
+/// A voice found by a search (`GET /api/voices/search`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Voice {
@@ -100,7 +100,7 @@ pub struct Voice {
     pub has_preview: bool,
 }
 
-/// A voice of provider_two's shared library (SPEC §2.6).
+/// A voice of provider_two's shared library (`GET /api/voices/provider_two/library`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct LibraryVoice {

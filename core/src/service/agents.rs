@@ -1,6 +1,13 @@
 //! Agents.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{Agent, AgentUpdate, NewAgent};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
 
 /// Validated agent settings shared by create and update.
 struct AgentFields {

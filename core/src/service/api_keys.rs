@@ -1,6 +1,13 @@
 //! API keys: create, list.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::{Actor, ApiKeySecret};
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{ApiKey, ApiKeyStatus, CreatedApiKey, NewApiKey, Outcome};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
 
 impl Service {
     /// Creates an API key acting with `input.role`, which may not exceed the caller's role.

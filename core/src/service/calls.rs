@@ -1,6 +1,13 @@
 //! Calls: record, view, update, list.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{Call, CallStatus, CallUpdate, NewCall};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
 
 impl Service {
     /// Records a call handled by one of the organization's agents.

@@ -1,6 +1,13 @@
 //! Knowledge-base documents.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{Document, DocumentType, DocumentUpdate, NewTextDocument, ProcessingStatus};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
 
 /// A new knowledge-base document: text, or an uploaded file streamed from the caller.
 pub enum NewDocument {

@@ -1,6 +1,16 @@
 //! Telephony integrations: stored, encrypted provider credentials.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::crypto::CredentialCipher;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{Integration, IntegrationStatus, IntegrationUpdate, NewIntegration, Outcome};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::repo::IntegrationDeletion;
+use crate::role::Permission;
+use crate::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyProvider};
+use crate::validate;
 
 fn category(value: &str) -> Result<String> {
     Ok(validate::text("category", value, 50)?.to_lowercase())

@@ -1,6 +1,19 @@
 //! Members and invitations.
 
-use super::*;
+use super::Service;
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{
+    Invitation, InvitationStatus, Member, MemberStatus, MemberUpdate, Membership, NewInvitation,
+    Outcome, User,
+};
+use crate::repo::AcceptRecords;
+use crate::role::Permission;
+use crate::validate;
+
+/// How long an invitation can be accepted.
+const INVITATION_TTL_SECS: i64 = 7 * 24 * 3600;
 
 impl Service {
     /// Invites an e-mail address to join with `role` (admins only). 409 when a pending

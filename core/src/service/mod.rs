@@ -2,28 +2,26 @@
 //! takes the authenticated [`Actor`], checks its permission, validates input, and talks to the
 //! repository. Nothing here knows about HTTP.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::auth::{
-    Actor, ApiKeySecret, Credentials, JwtVerifier, Principal, UserClaims, hash_secret,
-    is_well_formed_secret,
-};
+use crate::auth::{Actor, JwtVerifier};
 use crate::blob::BlobStore;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
-use crate::model::*;
-use crate::page::{Cursor, Page, PageParams, PageQuery};
-use crate::repo::{AcceptRecords, BootstrapRecords, IntegrationDeletion, Repository};
-use crate::role::{Permission, Role};
+use crate::model::Agent;
+use crate::page::Cursor;
+use crate::repo::Repository;
 use crate::signing::UrlSigner;
-use crate::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyProvider, TelephonyValidator};
+use crate::telephony::TelephonyValidator;
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::validate;
 
 mod agents;
 mod api_keys;
+mod auth;
+mod bootstrap;
+pub use bootstrap::{BootstrapInput, BootstrapOutput};
 mod calls;
 mod documents;
 pub use documents::NewDocument;
@@ -34,35 +32,6 @@ mod recordings;
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod tools;
 mod voices;
-
-/// `last_used_at` is written at most once per this many seconds per key.
-const TOUCH_INTERVAL_SECS: i64 = 60;
-/// How long an invitation can be accepted.
-const INVITATION_TTL_SECS: i64 = 7 * 24 * 3600;
-
-/// Input of [`Service::organization_bootstrap`].
-#[derive(Debug, Clone)]
-pub struct BootstrapInput {
-    /// Organization name.
-    pub org_name: String,
-    /// E-mail of the first admin.
-    pub admin_email: String,
-    /// Display name of the first admin.
-    pub admin_name: Option<String>,
-}
-
-/// What bootstrap created; `api_key` is the full secret, shown once.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct BootstrapOutput {
-    /// `org_…`
-    pub organization_id: String,
-    /// `user_…`
-    pub user_id: String,
-    /// `apikey_…`
-    pub key_id: String,
-    /// The admin key's secret.
-    pub api_key: String,
-}
 
 /// Where self-signed recording URLs point and what signs them.
 #[derive(Clone, Debug)]
@@ -80,7 +49,6 @@ pub struct Service {
     jwt: Option<Arc<JwtVerifier>>,
     telephony: Option<Arc<dyn TelephonyValidator>>,
     cipher: Option<Arc<CredentialCipher>>,
-    // Voice providers (issue 5) go below this line.
     voices: crate::voice::VoiceProviders,
     blobs: Option<Arc<dyn BlobStore>>,
     recording_urls: Option<RecordingUrls>,
@@ -200,185 +168,6 @@ impl Service {
                     "not ready: the database or object storage does not answer".to_owned(),
                 )
             }
-        })
-    }
-
-    /// Resolves the request's credentials to an [`Actor`] in the organization named by
-    /// `X-Organization-Id`. 401 for missing, malformed, unknown, expired or revoked
-    /// credentials; 403 when the credential does not belong to that organization.
-    pub async fn authenticate(&self, creds: &Credentials) -> Result<Actor> {
-        let api_key = creds
-            .api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let bearer = creds
-            .bearer
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        if api_key.is_none() && bearer.is_none() {
-            return Err(Error::unauthenticated(
-                "missing credentials: send an X-API-Key header or an Authorization: Bearer token",
-            ));
-        }
-        let org = creds
-            .organization_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| Error::invalid("the X-Organization-Id header is required"))?;
-        if !IdKind::Organization.matches(org) {
-            return Err(Error::invalid(
-                "X-Organization-Id is malformed: expected `org_` followed by hex digits",
-            ));
-        }
-        match (api_key, bearer) {
-            (Some(secret), _) => self.authenticate_api_key(secret, org).await,
-            (None, Some(token)) => self.authenticate_bearer(token, org).await,
-            (None, None) => unreachable!("checked above"),
-        }
-    }
-
-    async fn authenticate_api_key(&self, secret: &str, org: &str) -> Result<Actor> {
-        if !is_well_formed_secret(secret) {
-            return Err(Error::unauthenticated("API key is malformed"));
-        }
-        let key = self
-            .repo
-            .api_key_find_by_hash(&hash_secret(secret))
-            .await?
-            .ok_or_else(|| Error::unauthenticated("API key is not valid"))?;
-        let now = self.now();
-        match key.status_at(now) {
-            ApiKeyStatus::Revoked => {
-                return Err(Error::unauthenticated("API key has been revoked"));
-            }
-            ApiKeyStatus::Expired => return Err(Error::unauthenticated("API key has expired")),
-            ApiKeyStatus::Active => {}
-        }
-        if key.client_id != org {
-            return Err(Error::forbidden(
-                "this API key belongs to a different organization than X-Organization-Id",
-            ));
-        }
-        let stale = key
-            .last_used_at
-            .is_none_or(|t| t.add_seconds(TOUCH_INTERVAL_SECS) <= now);
-        if stale {
-            // Best effort: a failed touch must not fail the request it describes.
-            if let Err(e) = self
-                .repo
-                .api_key_touch(&key.key_id, now, now.add_seconds(-TOUCH_INTERVAL_SECS))
-                .await
-            {
-                tracing::warn!(key_id = %key.key_id, error = %e, "could not record API key use");
-            }
-        }
-        Ok(Actor {
-            organization_id: key.client_id,
-            user_id: key.user_id,
-            role: key.role,
-            principal: Principal::ApiKey(key.key_id),
-        })
-    }
-
-    /// Verifies a bearer token and its `sub`; 401 when no JWT key is configured.
-    fn verify_user_token(&self, token: &str) -> Result<UserClaims> {
-        let jwt = self.jwt.as_ref().ok_or_else(|| {
-            Error::unauthenticated(
-                "bearer tokens are not accepted: this server has no JWT key configured",
-            )
-        })?;
-        let claims = jwt.verify(token)?;
-        if !IdKind::User.matches(&claims.sub) {
-            return Err(Error::unauthenticated(
-                "bearer token `sub` is not a user id (`user_…`)",
-            ));
-        }
-        Ok(claims)
-    }
-
-    async fn authenticate_bearer(&self, token: &str, org: &str) -> Result<Actor> {
-        let claims = self.verify_user_token(token)?;
-        let membership = self
-            .repo
-            .membership_find(org, &claims.sub)
-            .await?
-            .filter(|m| m.status == MemberStatus::Active)
-            .ok_or_else(|| Error::forbidden("you are not a member of this organization"))?;
-        Ok(Actor {
-            organization_id: membership.organization_id,
-            user_id: membership.user_id,
-            role: membership.role,
-            principal: Principal::User,
-        })
-    }
-
-    /// Creates an organization, its first admin (or reuses the user with that e-mail), the
-    /// admin membership and an admin API key, atomically.
-    pub async fn organization_bootstrap(&self, input: BootstrapInput) -> Result<BootstrapOutput> {
-        let org_name = validate::text("org-name", &input.org_name, 200)?;
-        let email = validate::email("admin-email", &input.admin_email)?;
-        let admin_name = input
-            .admin_name
-            .as_deref()
-            .map(|n| validate::text("admin-name", n, 200))
-            .transpose()?;
-        let now = self.now();
-        let organization = Organization {
-            organization_id: self.id(IdKind::Organization),
-            name: org_name,
-            created_at: now,
-        };
-        let (user, user_is_new) = match self.repo.user_find_by_email(&email).await? {
-            Some(user) => (user, false),
-            None => (
-                User {
-                    user_id: self.id(IdKind::User),
-                    email,
-                    name: admin_name,
-                    created_at: now,
-                    last_login: None,
-                },
-                true,
-            ),
-        };
-        let membership = Membership {
-            membership_id: self.id(IdKind::Membership),
-            organization_id: organization.organization_id.clone(),
-            user_id: user.user_id.clone(),
-            role: Role::Admin,
-            status: MemberStatus::Active,
-            created_at: now,
-        };
-        let secret = ApiKeySecret::generate();
-        let api_key = ApiKey {
-            key_id: self.id(IdKind::ApiKey),
-            name: "bootstrap admin key".to_owned(),
-            role: Role::Admin,
-            prefix: secret.prefix().to_owned(),
-            client_id: organization.organization_id.clone(),
-            user_id: user.user_id.clone(),
-            status: ApiKeyStatus::Active,
-            created_at: now,
-            last_used_at: None,
-            expires_at: None,
-        };
-        let records = BootstrapRecords {
-            organization,
-            user,
-            user_is_new,
-            membership,
-            api_key,
-            secret_hash: secret.hash(),
-        };
-        self.repo.bootstrap(&records).await?;
-        Ok(BootstrapOutput {
-            organization_id: records.organization.organization_id,
-            user_id: records.user.user_id,
-            key_id: records.api_key.key_id,
-            api_key: secret.expose().to_owned(),
         })
     }
 

@@ -1,6 +1,15 @@
 //! Phone numbers.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{
+    Integration, NewPhoneNumber, PhoneNumber, PhoneNumberStatus, PhoneNumberUpdate,
+};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
 
 fn agent_ref(id: &str) -> Result<String> {
     if IdKind::Agent.matches(id) {

@@ -3,8 +3,14 @@
 
 use std::time::Duration;
 
-use super::*;
+use super::Service;
+use crate::auth::Actor;
+use crate::blob::BlobStore;
 use crate::blob::{BlobRead, ByteStream, RangeRequest};
+use crate::error::{Error, Result};
+use crate::model::{Call, Recording, RecordingLink};
+use crate::role::Permission;
+use std::sync::Arc;
 
 /// How long a stream URL is valid.
 pub const STREAM_URL_TTL_SECS: u64 = 3600;
@@ -166,7 +172,8 @@ impl Service {
         })
     }
 
-    /// The recording's bytes, streamed, with the attachment file name of the spec.
+    /// The recording's bytes, streamed, with the attachment file name `recording_<to_number>.wav`
+    /// (always `.wav`, unlike the stream link's name, which takes the stored extension).
     pub async fn recording_download(
         &self,
         actor: &Actor,

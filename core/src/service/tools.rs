@@ -1,6 +1,14 @@
 //! HTTP tools.
 
-use super::*;
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{NewTool, Tool, ToolSummary, ToolUpdate};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+use crate::validate;
+use std::collections::BTreeMap;
 
 fn tool_name(value: &str) -> Result<String> {
     let name = validate::text("tool_name", value, 64)?;

@@ -2,8 +2,12 @@
 //! voice to the account. Inputs are validated here; the providers are reached through
 //! [`crate::voice::VoiceProviders`].
 
-use super::*;
+use super::Service;
+use crate::auth::Actor;
+use crate::error::{Error, Result};
 use crate::ids::truncate;
+use crate::role::Permission;
+use crate::validate;
 use crate::voice::{
     AddedVoice, DEFAULT_LIBRARY_PAGE_SIZE, DEFAULT_LIBRARY_SORT, DEFAULT_SEARCH_PAGE_SIZE,
     LibraryAdd, LibraryAddInput, LibraryListInput, LibraryQuery, LibraryVoice, MAX_VOICE_PAGE_SIZE,
@@ -155,7 +159,8 @@ impl Service {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{optional, page_size, provider_id};
+    use crate::error::Error;
 
     #[test]
     fn optional_parameters() {

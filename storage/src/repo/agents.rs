@@ -2,7 +2,50 @@
 //! with the agent; tool and document references are id lists on the agent row, kept free of
 //! dangling ids by checking and cleaning them under the organization lock.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
+};
+use voiceplane_core::Result;
+use voiceplane_core::model::{Agent, PhoneNumberStatus};
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::AgentRepository;
+use voiceplane_core::time::Timestamp;
+
+use super::{keyset, lock_org, require_existing};
+use crate::SeaRepository;
+use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts};
+use crate::entity::{agent, document, phone_number, tool};
+
+fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<Agent> {
+    numbers.sort_by(|a, b| {
+        (a.created_at, &a.phone_number_id).cmp(&(b.created_at, &b.phone_number_id))
+    });
+    Ok(Agent {
+        tts_provider: parse_enum("agents.tts_provider", &m.tts_provider)?,
+        custom_tools: from_json("agents.custom_tools", &m.custom_tools)?,
+        kb_document_ids: from_json("agents.kb_document_ids", &m.kb_document_ids)?,
+        assigned_phone_number_ids: numbers.into_iter().map(|n| n.phone_number_id).collect(),
+        agent_id: m.agent_id,
+        client_id: m.organization_id,
+        agent_name: m.agent_name,
+        language: m.language,
+        stt_provider: m.stt_provider,
+        tts_voice: m.tts_voice,
+        llm_provider: m.llm_provider,
+        llm_model: m.llm_model,
+        system_prompt: m.system_prompt,
+        speak_first: m.speak_first,
+        end_call_tool: m.end_call_tool,
+        llm_temperature: m.llm_temperature,
+        recording_enabled: m.recording_enabled,
+        voicemail_detection: m.voicemail_detection,
+        voicemail_response_delay: m.voicemail_response_delay,
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+    })
+}
 
 /// The id lists an agent row holds.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,50 @@
 //! API keys.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
+use voiceplane_core::Result;
+use voiceplane_core::model::{ApiKey, ApiKeyStatus};
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::ApiKeyRepository;
+use voiceplane_core::time::Timestamp;
+
+use super::{all, keyset, one, touch};
+use crate::SeaRepository;
+use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
+use crate::entity::api_key;
+
+fn api_key_from(m: api_key::Model) -> Result<ApiKey> {
+    Ok(ApiKey {
+        role: parse_enum("api_keys.role", &m.role)?,
+        status: parse_enum("api_keys.status", &m.status)?,
+        key_id: m.key_id,
+        name: m.name,
+        prefix: m.prefix,
+        client_id: m.organization_id,
+        user_id: m.user_id,
+        created_at: ts(m.created_at),
+        last_used_at: ts_opt(m.last_used_at),
+        expires_at: ts_opt(m.expires_at),
+    })
+}
+
+pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> api_key::ActiveModel {
+    api_key::ActiveModel {
+        key_id: Set(k.key_id.clone()),
+        organization_id: Set(k.client_id.clone()),
+        user_id: Set(k.user_id.clone()),
+        name: Set(k.name.clone()),
+        role: Set(k.role.as_str().to_owned()),
+        prefix: Set(k.prefix.clone()),
+        secret_hash: Set(secret_hash.to_owned()),
+        status: Set(enum_str(&k.status)),
+        created_at: Set(k.created_at.as_micros()),
+        last_used_at: Set(k.last_used_at.map(Timestamp::as_micros)),
+        expires_at: Set(k.expires_at.map(Timestamp::as_micros)),
+        revoked_at: Set(None),
+    }
+}
 
 #[async_trait]
 impl ApiKeyRepository for SeaRepository {
@@ -27,18 +71,15 @@ impl ApiKeyRepository for SeaRepository {
         now: Timestamp,
         not_before: Timestamp,
     ) -> Result<()> {
-        api_key::Entity::update_many()
-            .col_expr(api_key::Column::LastUsedAt, Expr::val(now.as_micros()))
-            .filter(api_key::Column::KeyId.eq(key_id))
-            .filter(
-                api_key::Column::LastUsedAt
-                    .is_null()
-                    .or(api_key::Column::LastUsedAt.lt(not_before.as_micros())),
-            )
-            .exec(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(())
+        touch::<api_key::Entity, _>(
+            &self.db,
+            api_key::Column::KeyId,
+            key_id,
+            api_key::Column::LastUsedAt,
+            now,
+            not_before,
+        )
+        .await
     }
 
     async fn api_key_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<ApiKey>> {

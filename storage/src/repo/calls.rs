@@ -1,6 +1,75 @@
 //! Calls.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
+use voiceplane_core::Result;
+use voiceplane_core::model::{Call, Recording};
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::CallRepository;
+use voiceplane_core::time::Timestamp;
+
+use super::{all, keyset, one};
+use crate::SeaRepository;
+use crate::convert::{db_err, parse_enum, ts, ts_opt};
+use crate::entity::call;
+
+fn call_from(m: call::Model) -> Result<Call> {
+    Ok(Call {
+        call_type: parse_enum("calls.call_type", &m.call_type)?,
+        status: parse_enum("calls.status", &m.status)?,
+        call_sid: m.call_sid,
+        to_number: m.to_number,
+        from_number: m.from_number,
+        agent_id: m.agent_id,
+        agent_name: m.agent_name,
+        client_id: m.organization_id,
+        recording_enabled: m.recording_enabled,
+        total_cost: m.total_cost,
+        duration_seconds: m.duration_seconds,
+        turn_count: m.turn_count,
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+        start_time: ts_opt(m.start_time),
+        end_time: ts_opt(m.end_time),
+        end_reason: m.end_reason,
+        billing_status: m.billing_status,
+        recording: match (m.recording_key, m.recording_content_type, m.recording_size) {
+            (Some(key), Some(content_type), Some(size)) => Some(Recording {
+                key,
+                content_type,
+                size,
+            }),
+            _ => None,
+        },
+    })
+}
+
+fn call_row(c: &Call) -> call::ActiveModel {
+    call::ActiveModel {
+        call_sid: Set(c.call_sid.clone()),
+        organization_id: Set(c.client_id.clone()),
+        agent_id: Set(c.agent_id.clone()),
+        agent_name: Set(c.agent_name.clone()),
+        to_number: Set(c.to_number.clone()),
+        from_number: Set(c.from_number.clone()),
+        call_type: Set(c.call_type.as_str().to_owned()),
+        status: Set(c.status.as_str().to_owned()),
+        recording_enabled: Set(c.recording_enabled),
+        total_cost: Set(c.total_cost),
+        duration_seconds: Set(c.duration_seconds),
+        turn_count: Set(c.turn_count),
+        start_time: Set(c.start_time.map(Timestamp::as_micros)),
+        end_time: Set(c.end_time.map(Timestamp::as_micros)),
+        end_reason: Set(c.end_reason.clone()),
+        billing_status: Set(c.billing_status.clone()),
+        created_at: Set(c.created_at.as_micros()),
+        updated_at: Set(c.updated_at.as_micros()),
+        recording_key: Set(c.recording.as_ref().map(|r| r.key.clone())),
+        recording_content_type: Set(c.recording.as_ref().map(|r| r.content_type.clone())),
+        recording_size: Set(c.recording.as_ref().map(|r| r.size)),
+    }
+}
 
 #[async_trait]
 impl CallRepository for SeaRepository {

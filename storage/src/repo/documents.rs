@@ -1,6 +1,37 @@
 //! Knowledge-base documents.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use voiceplane_core::Result;
+use voiceplane_core::model::Document;
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::DocumentRepository;
+use voiceplane_core::time::Timestamp;
+
+use super::{agents, all, keyset, lock_org, one};
+use crate::SeaRepository;
+use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
+use crate::entity::document;
+
+fn document_from(m: document::Model) -> Result<Document> {
+    Ok(Document {
+        doc_type: parse_enum("kb_documents.doc_type", &m.doc_type)?,
+        processing_status: parse_enum("kb_documents.processing_status", &m.processing_status)?,
+        documentation_id: m.documentation_id,
+        name: m.name,
+        client_id: m.organization_id,
+        storage_key: m.storage_key,
+        storage_uri: m.storage_uri,
+        content_type: m.content_type,
+        size: m.size,
+        filename: m.filename,
+        page_count: m.page_count,
+        vector_count: m.vector_count,
+        last_processed_at: ts_opt(m.last_processed_at),
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+    })
+}
 
 fn document_row(d: &Document, text: Option<&str>) -> document::ActiveModel {
     document::ActiveModel {

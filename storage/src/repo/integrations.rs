@@ -1,6 +1,32 @@
 //! Telephony integrations and their sealed credentials.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select, TransactionTrait,
+};
+use voiceplane_core::model::Integration;
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::{IntegrationDeletion, IntegrationRepository};
+use voiceplane_core::{Error, Result};
+
+use super::phone_numbers::phone_number_from;
+use super::{all, keyset, lock_org, one};
+use crate::SeaRepository;
+use crate::convert::{db_err, enum_str, parse_enum, ts};
+use crate::entity::{integration, phone_number};
+
+fn integration_from(m: integration::Model) -> Result<Integration> {
+    Ok(Integration {
+        status: parse_enum("integrations.status", &m.status)?,
+        integration_id: m.integration_id,
+        client_id: m.organization_id,
+        name: m.name,
+        provider: m.provider,
+        category: m.category,
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+    })
+}
 
 fn integration_row(i: &Integration, sealed: &str) -> integration::ActiveModel {
     integration::ActiveModel {

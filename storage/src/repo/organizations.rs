@@ -1,6 +1,60 @@
 //! Health, organizations, users, memberships and invitations.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    TransactionTrait,
+};
+use voiceplane_core::model::{
+    ApiKeyStatus, Invitation, InvitationStatus, Member, Membership, User,
+};
+use voiceplane_core::repo::{
+    AcceptRecords, BootstrapRecords, HealthRepository, OrganizationRepository,
+};
+use voiceplane_core::role::Role;
+use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
+
+use super::api_keys::api_key_row;
+use super::{all, lock_org, one, touch};
+use crate::SeaRepository;
+use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts, ts_opt};
+use crate::entity::{api_key, invitation, membership, organization, user};
+
+fn invitation_from(m: invitation::Model) -> Result<Invitation> {
+    Ok(Invitation {
+        role: parse_enum("invitations.role", &m.role)?,
+        status: parse_enum("invitations.status", &m.status)?,
+        invite_id: m.invite_id,
+        email: m.email,
+        client_id: m.organization_id,
+        invited_by: m.invited_by,
+        created_at: ts(m.created_at),
+        expires_at: ts(m.expires_at),
+    })
+}
+
+fn user_from(m: user::Model) -> User {
+    User {
+        user_id: m.user_id,
+        email: m.email,
+        name: m.name,
+        created_at: ts(m.created_at),
+        last_login: ts_opt(m.last_login),
+    }
+}
+
+fn membership_from(m: membership::Model) -> Result<Membership> {
+    Ok(Membership {
+        role: parse_enum("memberships.role", &m.role)?,
+        status: parse_enum("memberships.status", &m.status)?,
+        membership_id: m.membership_id,
+        organization_id: m.organization_id,
+        user_id: m.user_id,
+        created_at: ts(m.created_at),
+    })
+}
 
 async fn insert_user<C: ConnectionTrait>(db: &C, u: &User) -> Result<()> {
     user::Entity::insert(user::ActiveModel {
@@ -131,6 +185,23 @@ impl OrganizationRepository for SeaRepository {
             .await
             .map_err(db_err)?
             .map(user_from))
+    }
+
+    async fn user_touch_login(
+        &self,
+        user_id: &str,
+        now: Timestamp,
+        not_before: Timestamp,
+    ) -> Result<()> {
+        touch::<user::Entity, _>(
+            &self.db,
+            user::Column::UserId,
+            user_id,
+            user::Column::LastLogin,
+            now,
+            not_before,
+        )
+        .await
     }
 
     async fn membership_find(

@@ -1,6 +1,34 @@
 //! Phone numbers.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
+};
+use voiceplane_core::model::PhoneNumber;
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::PhoneNumberRepository;
+use voiceplane_core::{Error, Result};
+
+use super::{all, keyset, lock_org, one, require_existing};
+use crate::SeaRepository;
+use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts};
+use crate::entity::{agent, integration, phone_number};
+
+pub(super) fn phone_number_from(m: phone_number::Model) -> Result<PhoneNumber> {
+    Ok(PhoneNumber {
+        status: parse_enum("phone_numbers.status", &m.status)?,
+        phone_number_id: m.phone_number_id,
+        phone_number: m.phone_number,
+        client_id: m.organization_id,
+        provider: m.provider,
+        supports_inbound: m.supports_inbound,
+        supports_outbound: m.supports_outbound,
+        assigned_agent_id: m.assigned_agent_id,
+        integration_id: m.integration_id,
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+    })
+}
 
 fn phone_number_row(n: &PhoneNumber) -> phone_number::ActiveModel {
     phone_number::ActiveModel {

@@ -1,6 +1,32 @@
 //! Tools.
 
-use super::*;
+use async_trait::async_trait;
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use voiceplane_core::Result;
+use voiceplane_core::model::Tool;
+use voiceplane_core::page::PageQuery;
+use voiceplane_core::repo::ToolRepository;
+
+use super::{agents, all, keyset, lock_org, one};
+use crate::SeaRepository;
+use crate::convert::{db_err, db_err_unique, from_json, to_json, ts};
+use crate::entity::tool;
+
+fn tool_from(m: tool::Model) -> Result<Tool> {
+    Ok(Tool {
+        headers: from_json("tools.headers", &m.headers)?,
+        parameters: from_json("tools.parameters", &m.parameters)?,
+        tool_id: m.tool_id,
+        client_id: m.organization_id,
+        tool_name: m.tool_name,
+        tool_description: m.tool_description,
+        http_method: m.http_method,
+        url: m.url,
+        timeout_seconds: m.timeout_seconds,
+        created_at: ts(m.created_at),
+        updated_at: ts(m.updated_at),
+    })
+}
 
 fn tool_row(t: &Tool) -> Result<tool::ActiveModel> {
     Ok(tool::ActiveModel {

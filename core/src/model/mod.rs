@@ -1,0 +1,35 @@
+//! The resources of the API, serialized with the field names of its JSON bodies.
+//!
+//! One module per area, named like the service and repository modules of that area; every type
+//! is re-exported here, so `crate::model::Agent` names it wherever it is defined.
+
+mod agents;
+mod api_keys;
+mod calls;
+mod documents;
+mod integrations;
+mod members;
+mod organizations;
+mod phone_numbers;
+mod recordings;
+mod tools;
+
+pub use agents::*;
+pub use api_keys::*;
+pub use calls::*;
+pub use documents::*;
+pub use integrations::*;
+pub use members::*;
+pub use organizations::*;
+pub use phone_numbers::*;
+pub use recordings::*;
+pub use tools::*;
+
+/// A state change's result and what to tell the caller about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome<T> {
+    /// The resource after the change.
+    pub data: T,
+    /// A sentence for the response's `message`.
+    pub message: String,
+}
