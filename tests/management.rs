@@ -205,7 +205,7 @@ async fn integrations_store_encrypted_credentials(ctx: &TestContext) {
     assert_eq!(viewed, created);
     let page = ctx
         .service
-        .integration_list(&admin, &PageParams::default())
+        .integration_list(&admin, &Default::default(), &PageParams::default())
         .await
         .unwrap();
     assert_eq!(page.items, vec![created.clone()]);

@@ -1,7 +1,7 @@
 //! # voiceplane-clients
 //!
-//! HTTP implementations of the upstream traits of `voiceplane-core`, speaking the contracts of
-//! DESIGN.md §9:
+//! HTTP implementations of the upstream traits of `voiceplane-core`, each speaking its
+//! provider's HTTP contract:
 //!
 //! - [`ProviderOne`], a [`VoiceProvider`](voiceplane_core::voice::VoiceProvider) (search);
 //! - [`ProviderTwo`], a [`VoiceProvider`](voiceplane_core::voice::VoiceProvider) (search) and

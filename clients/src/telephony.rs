@@ -1,4 +1,4 @@
-//! The telephony credential probes of DESIGN.md §9:
+//! The telephony credential probes, one cheap authenticated read per provider:
 //!
 //! - Twilio `{account_sid, auth_token}`: `GET {base}/2010-04-01/Accounts/{account_sid}.json`
 //!   with Basic auth;

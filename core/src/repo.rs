@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::{
-    Agent, ApiKey, Call, Document, Integration, Invitation, Member, Membership, Organization,
-    PhoneNumber, Recording, Tool, User,
+    Agent, ApiKey, Call, Document, Integration, IntegrationFilter, Invitation, Member, Membership,
+    Organization, PhoneNumber, Recording, Tool, User,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -299,6 +299,7 @@ pub trait IntegrationRepository: Send + Sync {
     async fn integration_list(
         &self,
         organization_id: &str,
+        filter: &IntegrationFilter,
         page: &PageQuery,
     ) -> Result<Vec<Integration>>;
     /// Overwrites name, category, status and `updated_at`, and the credentials when `sealed`

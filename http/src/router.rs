@@ -163,7 +163,7 @@ macro_rules! routes {
 routes! {
     /// The process is up
     GET "/healthz" => Healthz = health::health_live;
-    /// The database answers
+    /// The database and the object store answer
     GET "/readyz" => Readyz = health::health_ready [503];
     /// This OpenAPI 3.1 document
     GET "/api/openapi.json" => OpenApi = meta::openapi_document;

@@ -16,6 +16,14 @@ pub enum IntegrationStatus {
     Invalid,
 }
 
+/// The filters of `GET /api/integrations`, beside the page parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct IntegrationFilter {
+    /// Only integrations with this status.
+    pub status: Option<IntegrationStatus>,
+}
+
 /// Stored telephony provider credentials; the credentials are never part of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]

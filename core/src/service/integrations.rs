@@ -5,7 +5,9 @@ use crate::auth::Actor;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Integration, IntegrationStatus, IntegrationUpdate, NewIntegration, Outcome};
+use crate::model::{
+    Integration, IntegrationFilter, IntegrationStatus, IntegrationUpdate, NewIntegration, Outcome,
+};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::repo::IntegrationDeletion;
 use crate::role::Permission;
@@ -78,13 +80,14 @@ impl Service {
     pub async fn integration_list(
         &self,
         actor: &Actor,
+        filter: &IntegrationFilter,
         params: &PageParams,
     ) -> Result<Page<Integration>> {
         actor.require(Permission::IntegrationsRead)?;
         let query = PageQuery::from_params(params, IdKind::Integration)?;
         let rows = self
             .repo
-            .integration_list(&actor.organization_id, &query)
+            .integration_list(&actor.organization_id, filter, &query)
             .await?;
         Ok(Page::from_rows(rows, &query, |i| {
             cursor_of(i.created_at, &i.integration_id)

@@ -1,7 +1,9 @@
 //! `/api/integrations`: stored telephony provider credentials.
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Integration, IntegrationUpdate, NewIntegration, Outcome};
+use voiceplane_core::model::{
+    Integration, IntegrationFilter, IntegrationUpdate, NewIntegration, Outcome,
+};
 use voiceplane_core::page::{Page, PageParams};
 
 use crate::endpoint::{Created, Cx, Data, Json, JsonContentType, Query};
@@ -20,9 +22,12 @@ pub(crate) async fn integration_create(
 pub(crate) async fn integration_list(
     cx: Cx,
     (): (),
-    (actor, Query(params)): (Actor, Query<PageParams>),
+    (actor, Query(filter), Query(params)): (Actor, Query<IntegrationFilter>, Query<PageParams>),
 ) -> Result<Page<Integration>, ApiError> {
-    Ok(cx.service().integration_list(&actor, &params).await?)
+    Ok(cx
+        .service()
+        .integration_list(&actor, &filter, &params)
+        .await?)
 }
 
 pub(crate) async fn integration_view(

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select, TransactionTrait,
 };
-use voiceplane_core::model::Integration;
+use voiceplane_core::model::{Integration, IntegrationFilter};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{IntegrationDeletion, IntegrationRepository};
 use voiceplane_core::{Error, Result};
@@ -80,10 +80,14 @@ impl IntegrationRepository for SeaRepository {
     async fn integration_list(
         &self,
         organization_id: &str,
+        filter: &IntegrationFilter,
         page: &PageQuery,
     ) -> Result<Vec<Integration>> {
-        let select = integration::Entity::find()
+        let mut select = integration::Entity::find()
             .filter(integration::Column::OrganizationId.eq(organization_id));
+        if let Some(status) = &filter.status {
+            select = select.filter(integration::Column::Status.eq(enum_str(status)));
+        }
         all(
             &self.db,
             keyset(
