@@ -3,8 +3,6 @@
 //!
 //! Run on SQLite only: `cargo test --test voices`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 
 use reqwest::header::HeaderMap;

@@ -4,8 +4,6 @@
 //! tampered URL refused, download bytes and headers, failed uploads leaving the previous
 //! recording intact, and other organizations' calls not found.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 
 use reqwest::{Method, StatusCode};

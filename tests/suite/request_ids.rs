@@ -3,8 +3,6 @@
 //!
 //! Run: `cargo test --test request_id` (SQLite; the header does not depend on the database).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use reqwest::{Method, StatusCode};
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, http_client};
 

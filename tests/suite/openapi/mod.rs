@@ -13,8 +13,6 @@
 //!
 //! Run on SQLite only: `cargo test --test openapi`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 

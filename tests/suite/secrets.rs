@@ -3,8 +3,6 @@
 //! and credentials are not stored in plain text. Runs on SQLite, and on Postgres when
 //! `VOICEPLANE_TEST_POSTGRES_URL` is set.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 

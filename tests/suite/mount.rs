@@ -4,10 +4,8 @@
 //!
 //! Run: `cargo test --test mount` (SQLite; the mount does not depend on the database).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 #[allow(dead_code)] // the example's `main` is not called here
-#[path = "../examples/axum_mount.rs"]
+#[path = "../../examples/axum_mount.rs"]
 mod axum_mount;
 
 use reqwest::{Method, StatusCode};
