@@ -3,16 +3,12 @@
 //!
 //! Run on SQLite only: `cargo test --test voices`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
 
-use std::sync::Arc;
-
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_clients::{
-    HttpClient, HttpSettings, ProviderOne, ProviderOneSettings, ProviderTwo, ProviderTwoSettings,
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, db_tests, fields, keys, voice_providers,
 };
-use voiceplane_core::voice::VoiceProviders;
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, fields, keys};
 use wiremock::matchers::{any, body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -29,36 +25,6 @@ const VOICE_FIELDS: &[&str] = &[
     "has_preview",
 ];
 const LIBRARY_VOICE_FIELDS: &[&str] = &["id", "public_owner_id", "name", "preview_url"];
-
-/// Both providers at `base` (one fake server answers both: their paths differ), with keys
-/// when `configured`.
-fn providers(base: &str, configured: bool) -> VoiceProviders {
-    let http = HttpClient::new(HttpSettings::default()).unwrap();
-    let one = ProviderOne::new(
-        http.clone(),
-        ProviderOneSettings {
-            base_url: base.to_owned(),
-            api_key: configured.then(|| KEY_ONE.to_owned()),
-            version: "2024-06-10".to_owned(),
-        },
-    )
-    .unwrap();
-    let two = Arc::new(
-        ProviderTwo::new(
-            http,
-            ProviderTwoSettings {
-                base_url: base.to_owned(),
-                api_key: configured.then(|| KEY_TWO.to_owned()),
-            },
-        )
-        .unwrap(),
-    );
-    VoiceProviders {
-        provider_one: Some(Arc::new(one)),
-        provider_two: Some(two.clone()),
-        library: Some(two),
-    }
-}
 
 /// What this suite checks of every answer besides [`voiceplane_suite::read_json`]'s (which
 /// include an error body being exactly `{detail}`): exactly `application/json`, and no
@@ -91,7 +57,7 @@ async fn setup(
     upstream: &MockServer,
     configured: bool,
 ) -> (TestServer, ApiCaller) {
-    let voices = providers(&upstream.uri(), configured);
+    let voices = voice_providers(&upstream.uri(), configured.then_some((KEY_ONE, KEY_TWO)));
     let server = TestServer::start_configured(ctx, |s| s.with_voice_providers(voices)).await;
     let caller = ApiCaller {
         check: Some(check_answer),

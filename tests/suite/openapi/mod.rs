@@ -18,17 +18,14 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_clients::{
-    HttpClient, HttpSettings, HttpTelephonyValidator, ProviderOne, ProviderOneSettings,
-    ProviderTwo, ProviderTwoSettings, TelephonySettings,
-};
 use voiceplane_core::signing::UrlSigner;
-use voiceplane_core::voice::VoiceProviders;
 use voiceplane_http::router::{ROUTES, resolve};
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, http_client, jwt_for};
-use wiremock::matchers::{method, path, query_param};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, agent_body, db_tests, http_client, jwt_for, merged,
+    mount_twilio_account, mount_voice_catalogue, telephony, voice_providers,
+};
+use wiremock::MockServer;
 
 const TWILIO_SID: &str = "AC00000000000000000000000000000001";
 const TWILIO_TOKEN: &str = "auth-token-for-tests";
@@ -908,107 +905,17 @@ impl Checker {
     }
 }
 
-fn agent_body(name: &str) -> Value {
-    json!({
-        "agent_name": name, "language": "en", "stt_provider": "deepgram",
-        "tts_provider": "provider_one", "tts_voice": "v1", "llm_provider": "openai",
-        "llm_model": "gpt-4o", "system_prompt": "Be brief.", "recording_enabled": true,
-    })
+/// An agent that records its calls.
+fn recording_agent(name: &str) -> Value {
+    merged(agent_body(name), json!({"recording_enabled": true}))
 }
 
 /// Fake upstreams on one server: twilio's account probe, both voice providers.
 async fn fake_upstreams() -> MockServer {
     let upstream = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path(format!("/2010-04-01/Accounts/{TWILIO_SID}.json")))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"sid": TWILIO_SID, "status": "active"})),
-        )
-        .mount(&upstream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/voices"))
-        .and(query_param("q", "fail"))
-        .respond_with(ResponseTemplate::new(500).set_body_string("upstream broke"))
-        .with_priority(1)
-        .mount(&upstream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/voices"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "data": [{"id": "ca-1", "name": "Narrator", "gender": "masculine", "language": "en",
-                      "preview_file_url": "https://files.example/ca-1.wav"}],
-            "has_more": false
-        })))
-        .mount(&upstream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/v2/voices"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "voices": [{"voice_id": "el-1", "name": "Rachel", "description": "calm",
-                        "labels": {"gender": "female", "language": "en"},
-                        "preview_url": "https://cdn.example/el-1.mp3"}],
-            "has_more": true, "next_page_token": "page-2"
-        })))
-        .mount(&upstream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/v1/shared-voices"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "voices": [{"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep",
-                        "preview_url": "https://cdn.example/sh-1.mp3", "accent": "british"}],
-            "has_more": true
-        })))
-        .mount(&upstream)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/voices/add/own-1/sh-1"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"voice_id": "acct-7"})))
-        .mount(&upstream)
-        .await;
+    mount_twilio_account(&upstream, TWILIO_SID, TWILIO_TOKEN).await;
+    mount_voice_catalogue(&upstream).await;
     upstream
-}
-
-fn voice_providers(base: &str) -> VoiceProviders {
-    let http = HttpClient::new(HttpSettings::default()).unwrap();
-    let one = ProviderOne::new(
-        http.clone(),
-        ProviderOneSettings {
-            base_url: base.to_owned(),
-            api_key: Some("p1-key".to_owned()),
-            version: "2024-06-10".to_owned(),
-        },
-    )
-    .unwrap();
-    let two = Arc::new(
-        ProviderTwo::new(
-            http,
-            ProviderTwoSettings {
-                base_url: base.to_owned(),
-                api_key: Some("p2-key".to_owned()),
-            },
-        )
-        .unwrap(),
-    );
-    VoiceProviders {
-        provider_one: Some(Arc::new(one)),
-        provider_two: Some(two.clone()),
-        library: Some(two),
-    }
-}
-
-fn telephony(base: &str) -> Arc<HttpTelephonyValidator> {
-    Arc::new(
-        HttpTelephonyValidator::new(
-            HttpClient::new(HttpSettings::default()).unwrap(),
-            TelephonySettings {
-                twilio_base_url: base.to_owned(),
-                telnyx_base_url: base.to_owned(),
-            },
-        )
-        .unwrap(),
-    )
 }
 
 /// A few bytes of a WAV file.
@@ -1032,7 +939,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     let blobs = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
     let server = TestServer::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, base| {
         s.with_telephony(telephony(&upstream_url))
-            .with_voice_providers(voice_providers(&upstream_url))
+            .with_voice_providers(voice_providers(&upstream_url, Some(("p1-key", "p2-key"))))
             .with_blobs(blobs)
             .with_recording_urls(base, UrlSigner::new(b"openapi-test-signing-key-0123456789"))
     })
@@ -1089,7 +996,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         .expect(
             M::POST,
             "/api/agents",
-            Body::Json(agent_body("Front desk")),
+            Body::Json(recording_agent("Front desk")),
             201,
         )
         .await["data"]
@@ -1106,7 +1013,12 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
     let spare = c
-        .expect(M::POST, "/api/agents", Body::Json(agent_body("Spare")), 201)
+        .expect(
+            M::POST,
+            "/api/agents",
+            Body::Json(recording_agent("Spare")),
+            201,
+        )
         .await;
     c.expect(
         M::DELETE,
@@ -1482,8 +1394,13 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     c.with_key(None)
         .expect(M::GET, "/api/agents", Body::None, 401)
         .await;
-    user.expect(M::POST, "/api/agents", Body::Json(agent_body("Nope")), 403)
-        .await;
+    user.expect(
+        M::POST,
+        "/api/agents",
+        Body::Json(recording_agent("Nope")),
+        403,
+    )
+    .await;
     c.expect(
         M::GET,
         "/api/agents/agent_0000000000000000",
