@@ -6,6 +6,8 @@
 //! Run on SQLite only: `cargo test --test suite` (one module: `cargo test --test suite agents::`).
 //! Run on both: `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo test --test suite`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 // Resources.
 mod agents;
 mod api_keys;
