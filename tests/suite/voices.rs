@@ -1,7 +1,7 @@
-//! Voice endpoints over HTTP (SPEC §4.5, §4.14, §4.15): our API on a real listener, the real
-//! provider clients of `voiceplane-clients`, and fake upstreams (wiremock) on loopback.
-//!
-//! Run on SQLite only: `cargo test --test voices`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
+//! Voices over HTTP: searching both providers, listing provider_two's shared library and
+//! adding a voice from it, parameters refused before calling out, credentials, and upstream
+//! failures (502) or missing keys (503) — our API on a real listener, the real provider
+//! clients of `voiceplane-clients`, and fake upstreams (wiremock) on loopback.
 
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -242,7 +242,7 @@ async fn adding_a_shared_voice(ctx: &TestContext) {
     let (server, admin) = setup(ctx, &upstream, true).await;
     let body = json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Support line"});
 
-    // 200 (not 201): SPEC §4.15 shows a plain `{voice_id}`; nothing is created here.
+    // 200 (not 201): the answer is the provider's plain `{voice_id}`; nothing is created here.
     let (status, v) = admin
         .post("/api/voices/provider_two/library/add", body.clone())
         .await;
