@@ -2,12 +2,10 @@
 //! on a real listener: the application's routes, the voiceplane API under `/voice`, and the
 //! application's middleware over both.
 //!
-//! Run: `cargo test --test mount` (SQLite; the mount does not depend on the database).
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Runs on SQLite only: the mount does not depend on the database.
 
 #[allow(dead_code)] // the example's `main` is not called here
-#[path = "../examples/axum_mount.rs"]
+#[path = "../../examples/axum_mount.rs"]
 mod axum_mount;
 
 use reqwest::{Method, StatusCode};

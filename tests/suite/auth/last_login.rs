@@ -1,10 +1,5 @@
 //! A user's `last_login` records the last JWT sign-in, written at most once a minute, on SQLite
 //! and Postgres; API keys do not touch it.
-//!
-//! Run on SQLite only: `cargo test --test last_login`; add `VOICEPLANE_TEST_POSTGRES_URL` for
-//! both databases.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use voiceplane_core::auth::{Actor, Credentials};
 use voiceplane_core::time::Timestamp;

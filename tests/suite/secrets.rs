@@ -3,15 +3,12 @@
 //! and credentials are not stored in plain text. Runs on SQLite, and on Postgres when
 //! `VOICEPLANE_TEST_POSTGRES_URL` is set.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use voiceplane_clients::{HttpClient, HttpSettings, HttpTelephonyValidator, TelephonySettings};
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, jwt_for};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, jwt_for, telephony};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -44,15 +41,8 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true})))
         .mount(&provider)
         .await;
-    let validator = HttpTelephonyValidator::new(
-        HttpClient::new(HttpSettings::default()).unwrap(),
-        TelephonySettings {
-            twilio_base_url: provider.uri(),
-            telnyx_base_url: provider.uri(),
-        },
-    )
-    .unwrap();
-    let server = TestServer::start_configured(ctx, |s| s.with_telephony(Arc::new(validator))).await;
+    let validator = telephony(&provider.uri());
+    let server = TestServer::start_configured(ctx, |s| s.with_telephony(validator)).await;
     let boot = ctx.bootstrap("Acme").await;
     bodies.secrets.push(boot.api_key.clone());
     let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);

@@ -1,9 +1,7 @@
 //! `X-Request-Id` over a real connection: echoed when the caller sends a sane one, generated
 //! otherwise, on successes and errors alike.
 //!
-//! Run: `cargo test --test request_id` (SQLite; the header does not depend on the database).
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Runs on SQLite only: the header does not depend on the database.
 
 use reqwest::{Method, StatusCode};
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, http_client};

@@ -4,16 +4,14 @@
 //! tampered URL refused, download bytes and headers, failed uploads leaving the previous
 //! recording intact, and other organizations' calls not found.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_core::blob::BlobStore;
 use voiceplane_core::signing::UrlSigner;
-use voiceplane_storage::{BlobConfig, OpendalBlobStore, S3Settings};
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, http_client};
+use voiceplane_storage::{BlobConfig, OpendalBlobStore};
+use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, http_client, s3_from_env};
 
 const LIMIT: u64 = 1024 * 1024;
 const TO: &str = "+14155550123";
@@ -33,23 +31,12 @@ fn stores() -> Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>
             Some(dir),
         ),
     ];
-    match std::env::var("VOICEPLANE_TEST_S3_ENDPOINT") {
-        Ok(endpoint) => {
-            let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
-            let mut s3 = S3Settings::new(var("VOICEPLANE_TEST_S3_BUCKET", "voiceplane-test"));
-            s3.endpoint = Some(endpoint);
-            s3.access_key_id = Some(var("VOICEPLANE_TEST_S3_ACCESS_KEY", "AK"));
-            s3.secret_access_key = Some(var("VOICEPLANE_TEST_S3_SECRET_KEY", "SK"));
-            stores.push((
-                "s3",
-                Arc::new(OpendalBlobStore::new(BlobConfig::S3(s3)).unwrap()),
-                None,
-            ));
-        }
-        Err(_) if std::env::var("VOICEPLANE_TEST_REQUIRE_S3").as_deref() == Ok("1") => {
-            panic!("VOICEPLANE_TEST_S3_ENDPOINT is not set but VOICEPLANE_TEST_REQUIRE_S3=1")
-        }
-        Err(_) => eprintln!("SKIPPED the S3 store: VOICEPLANE_TEST_S3_ENDPOINT is not set"),
+    if let Some(s3) = s3_from_env("the S3 store") {
+        stores.push((
+            "s3",
+            Arc::new(OpendalBlobStore::new(BlobConfig::S3(s3)).unwrap()),
+            None,
+        ));
     }
     stores
 }

@@ -1,29 +1,19 @@
-//! Invariants under concurrent requests, on SQLite and Postgres: one revocation among many,
-//! no phone number left pointing at a deleted integration, never an organization without an
-//! admin.
-//!
-//! Run on SQLite only: `cargo test --test concurrency`; add `VOICEPLANE_TEST_POSTGRES_URL`
-//! for both databases.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Invariants under concurrent requests: one revocation among many, no phone number left
+//! pointing at a deleted integration, never an organization without an admin, and instances
+//! migrating a fresh database together.
 
 use std::sync::Arc;
 
 use serde_json::json;
 use voiceplane_core::Error;
-use voiceplane_core::auth::{Actor, Credentials};
+use voiceplane_core::auth::Credentials;
 use voiceplane_core::model::*;
 use voiceplane_core::page::PageParams;
 use voiceplane_core::role::Role;
-use voiceplane_suite::{TestContext, db_tests, jwt_for};
-
-async fn admin(ctx: &TestContext) -> Actor {
-    let boot = ctx.bootstrap("Acme").await;
-    ctx.actor(&boot.organization_id, &boot.api_key).await
-}
+use voiceplane_suite::*;
 
 async fn fifty_parallel_revokes_revoke_once(ctx: &TestContext) {
-    let admin = admin(ctx).await;
+    let admin = ctx.admin("Acme").await;
     let created = ctx
         .service
         .api_key_create(
@@ -72,7 +62,7 @@ async fn fifty_parallel_revokes_revoke_once(ctx: &TestContext) {
 }
 
 async fn integration_delete_never_orphans_a_number(ctx: &TestContext) {
-    let admin = admin(ctx).await;
+    let admin = ctx.admin("Acme").await;
     let (mut deleted, mut refused) = (0, 0);
     for round in 0..20 {
         let intg = ctx
@@ -210,6 +200,59 @@ async fn two_admins_demoting_each_other_leave_one_admin(ctx: &TestContext) {
             .filter(|m| m.role == Role::Admin)
             .count();
         assert_eq!(admins, 1, "round {round}");
+    }
+}
+
+/// Instances starting together on a fresh database all migrate successfully.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_migrations_on_a_fresh_database() {
+    use voiceplane_storage::{DatabaseOptions, SeaRepository};
+    let path = std::env::temp_dir().join(format!("voiceplane-migrate-{}.db", std::process::id()));
+    let mut targets = vec![DatabaseOptions::new(format!(
+        "sqlite://{}?mode=rwc",
+        path.display()
+    ))];
+    if let Ok(url) = std::env::var(voiceplane_suite::POSTGRES_URL_VAR) {
+        let mut pg = DatabaseOptions::new(url);
+        pg.schema = Some(format!(
+            "vpt_{}_migrate{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            std::process::id()
+        ));
+        targets.push(pg);
+    }
+    for options in targets {
+        let mut repos = Vec::new();
+        for _ in 0..4 {
+            repos.push(SeaRepository::connect(&options).await.unwrap());
+        }
+        let tasks: Vec<_> = repos
+            .iter()
+            .cloned()
+            .map(|r| tokio::spawn(async move { r.migrate().await }))
+            .collect();
+        for task in tasks {
+            task.await
+                .unwrap()
+                .expect("every instance's migration succeeds");
+        }
+        voiceplane_core::repo::HealthRepository::ping(&repos[0])
+            .await
+            .unwrap();
+        if let Some(schema) = &options.schema {
+            use sea_orm::ConnectionTrait;
+            repos[0]
+                .connection()
+                .execute_unprepared(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await
+                .unwrap();
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
 

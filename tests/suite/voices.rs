@@ -1,20 +1,14 @@
-//! Voice endpoints over HTTP (SPEC §4.5, §4.14, §4.15): our API on a real listener, the real
-//! provider clients of `voiceplane-clients`, and fake upstreams (wiremock) on loopback.
-//!
-//! Run on SQLite only: `cargo test --test voices`; add `VOICEPLANE_TEST_POSTGRES_URL` for both.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::sync::Arc;
+//! Voices over HTTP: searching both providers, listing provider_two's shared library and
+//! adding a voice from it, parameters refused before calling out, credentials, and upstream
+//! failures (502) or missing keys (503) — our API on a real listener, the real provider
+//! clients of `voiceplane-clients`, and fake upstreams (wiremock) on loopback.
 
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_clients::{
-    HttpClient, HttpSettings, ProviderOne, ProviderOneSettings, ProviderTwo, ProviderTwoSettings,
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, db_tests, fields, keys, voice_providers,
 };
-use voiceplane_core::voice::VoiceProviders;
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, fields, keys};
 use wiremock::matchers::{any, body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -31,36 +25,6 @@ const VOICE_FIELDS: &[&str] = &[
     "has_preview",
 ];
 const LIBRARY_VOICE_FIELDS: &[&str] = &["id", "public_owner_id", "name", "preview_url"];
-
-/// Both providers at `base` (one fake server answers both: their paths differ), with keys
-/// when `configured`.
-fn providers(base: &str, configured: bool) -> VoiceProviders {
-    let http = HttpClient::new(HttpSettings::default()).unwrap();
-    let one = ProviderOne::new(
-        http.clone(),
-        ProviderOneSettings {
-            base_url: base.to_owned(),
-            api_key: configured.then(|| KEY_ONE.to_owned()),
-            version: "2024-06-10".to_owned(),
-        },
-    )
-    .unwrap();
-    let two = Arc::new(
-        ProviderTwo::new(
-            http,
-            ProviderTwoSettings {
-                base_url: base.to_owned(),
-                api_key: configured.then(|| KEY_TWO.to_owned()),
-            },
-        )
-        .unwrap(),
-    );
-    VoiceProviders {
-        provider_one: Some(Arc::new(one)),
-        provider_two: Some(two.clone()),
-        library: Some(two),
-    }
-}
 
 /// What this suite checks of every answer besides [`voiceplane_suite::read_json`]'s (which
 /// include an error body being exactly `{detail}`): exactly `application/json`, and no
@@ -93,7 +57,7 @@ async fn setup(
     upstream: &MockServer,
     configured: bool,
 ) -> (TestServer, ApiCaller) {
-    let voices = providers(&upstream.uri(), configured);
+    let voices = voice_providers(&upstream.uri(), configured.then_some((KEY_ONE, KEY_TWO)));
     let server = TestServer::start_configured(ctx, |s| s.with_voice_providers(voices)).await;
     let caller = ApiCaller {
         check: Some(check_answer),
@@ -278,7 +242,7 @@ async fn adding_a_shared_voice(ctx: &TestContext) {
     let (server, admin) = setup(ctx, &upstream, true).await;
     let body = json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Support line"});
 
-    // 200 (not 201): SPEC §4.15 shows a plain `{voice_id}`; nothing is created here.
+    // 200 (not 201): the answer is the provider's plain `{voice_id}`; nothing is created here.
     let (status, v) = admin
         .post("/api/voices/provider_two/library/add", body.clone())
         .await;

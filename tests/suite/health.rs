@@ -1,0 +1,46 @@
+//! `/healthz` and `/readyz`: answered without credentials, and a database that is down is a
+//! 503 with a plain detail.
+
+use reqwest::StatusCode;
+use serde_json::json;
+use voiceplane_suite::*;
+
+async fn health_endpoints_need_no_credentials(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let http = http_client();
+    let (status, v) = read_json(http.get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!((status, v), (StatusCode::OK, json!({"status": "ok"})));
+    let (status, _) = read_json(http.get(server.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    server.stop().await;
+}
+
+async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    // Closing the pool makes every query fail as an unreachable database would.
+    ctx.repo.connection().clone().close().await.unwrap();
+    let (status, v) = read_json(
+        http_client()
+            .get(server.url("/readyz"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    let (status, v) = c.get("/api/calls").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.contains("database"), "{detail}");
+    assert!(
+        !detail.contains("pool") && !detail.contains("sqlx"),
+        "no internals: {detail}"
+    );
+    server.stop().await;
+}
+
+db_tests!(
+    health_endpoints_need_no_credentials,
+    database_down_is_503_with_a_plain_detail,
+);

@@ -1,0 +1,350 @@
+//! Integrations: credentials stored encrypted, validation against a fake twilio on loopback,
+//! and deleting one that phone numbers still reference, through `Service` and over HTTP.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use voiceplane_core::model::*;
+use voiceplane_core::page::PageParams;
+use voiceplane_core::role::Role;
+use voiceplane_core::{Error, Service};
+use voiceplane_suite::*;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const TWILIO_SID: &str = "AC0123456789abcdef0123456789abcdef";
+
+const TWILIO_TOKEN: &str = "tw-auth-token-7f3a9c";
+
+const GOOD_SID: &str = "AC00000000000000000000000000000001";
+
+const BAD_SID: &str = "AC00000000000000000000000000000002";
+
+const TOKEN: &str = "auth-token-for-tests";
+
+fn integration(sid: &str) -> Value {
+    twilio_body("Main", sid, TOKEN)
+}
+
+async fn integrations_store_encrypted_credentials(ctx: &TestContext) {
+    let admin = ctx.admin("Acme").await;
+    let created = ctx
+        .service
+        .integration_create(
+            &admin,
+            body(twilio_body("Main line", TWILIO_SID, TWILIO_TOKEN)),
+        )
+        .await
+        .unwrap();
+    assert!(voiceplane_core::ids::IdKind::Integration.matches(&created.integration_id));
+    assert_eq!(created.status, IntegrationStatus::Active);
+    assert_eq!(created.provider, "twilio");
+    let shown = serde_json::to_string(&created).unwrap();
+    assert!(
+        !shown.contains(TWILIO_TOKEN) && !shown.contains(TWILIO_SID),
+        "{shown}"
+    );
+
+    // At rest: sealed, not plain.
+    let (_, sealed) = voiceplane_core::repo::IntegrationRepository::integration_get_sealed(
+        &ctx.repo,
+        &admin.organization_id,
+        &created.integration_id,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(sealed.starts_with("v1:") && !sealed.contains(TWILIO_TOKEN));
+
+    let viewed = ctx
+        .service
+        .integration_view(&admin, &created.integration_id)
+        .await
+        .unwrap();
+    assert_eq!(viewed, created);
+    let page = ctx
+        .service
+        .integration_list(&admin, &Default::default(), &PageParams::default())
+        .await
+        .unwrap();
+    assert_eq!(page.items, vec![created.clone()]);
+
+    let renamed = ctx
+        .service
+        .integration_update(
+            &admin,
+            &created.integration_id,
+            body(json!({"name": "Renamed"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(renamed.name, "Renamed");
+    assert!(renamed.updated_at > created.updated_at);
+
+    // Wrong shapes are 400s that never echo a credential.
+    for bad in [
+        json!({"name": "x", "provider": "vonage", "category": "telephony", "credentials": {}}),
+        json!({"name": "x", "provider": "twilio", "category": "telephony", "credentials": {"account_sid": TWILIO_SID}}),
+        json!({"name": "x", "provider": "telnyx", "category": "telephony", "credentials": {"api_key": "k", "auth_token": TWILIO_TOKEN}}),
+        json!({"name": "x", "provider": "twilio", "category": "telephony", "credentials": {"account_sid": "nope", "auth_token": TWILIO_TOKEN}}),
+    ] {
+        let err = ctx
+            .service
+            .integration_create(&admin, body(bad))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
+        assert!(!err.to_string().contains(TWILIO_TOKEN));
+    }
+    // Without a master key nothing can be stored.
+    let keyless = Service::new(std::sync::Arc::new(ctx.repo.clone()));
+    let err = keyless
+        .integration_create(&admin, body(twilio_body("x", TWILIO_SID, TWILIO_TOKEN)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable(m) if m.contains("secrets.master_key")),
+        "{err:?}"
+    );
+    // Users can read but not write.
+    let (_, user) = ctx.key_with_role(&admin, Role::User).await;
+    ctx.service
+        .integration_view(&user, &created.integration_id)
+        .await
+        .unwrap();
+    assert!(matches!(
+        ctx.service
+            .integration_create(&user, body(twilio_body("x", TWILIO_SID, TWILIO_TOKEN)))
+            .await,
+        Err(Error::Forbidden(_))
+    ));
+    assert!(matches!(
+        ctx.service
+            .integration_delete(&user, &created.integration_id)
+            .await,
+        Err(Error::Forbidden(_))
+    ));
+}
+
+async fn deleting_a_referenced_integration_is_refused(ctx: &TestContext) {
+    let admin = ctx.admin("Acme").await;
+    let intg = ctx
+        .service
+        .integration_create(&admin, body(twilio_body("Main", TWILIO_SID, TWILIO_TOKEN)))
+        .await
+        .unwrap();
+    let mut input: NewPhoneNumber = body(phone_number_body("+14155550101"));
+    input.integration_id = Some(intg.integration_id.clone());
+    input.provider = None;
+    let n1 = ctx
+        .service
+        .phone_number_create(&admin, input.clone())
+        .await
+        .unwrap();
+    assert_eq!(n1.provider, "twilio");
+    input.phone_number = "+14155550102".into();
+    let n2 = ctx
+        .service
+        .phone_number_create(&admin, input)
+        .await
+        .unwrap();
+
+    let err = ctx
+        .service
+        .integration_delete(&admin, &intg.integration_id)
+        .await
+        .unwrap_err();
+    let Error::Conflict(detail) = &err else {
+        panic!("{err:?}")
+    };
+    for n in [&n1, &n2] {
+        assert!(
+            detail.contains(&n.phone_number) && detail.contains(&n.phone_number_id),
+            "{detail}"
+        );
+    }
+    assert!(detail.contains("remove or reassign them first"), "{detail}");
+
+    // Detach one, delete the other: then the integration and its credentials go.
+    ctx.service
+        .phone_number_update(
+            &admin,
+            &n1.phone_number_id,
+            body(json!({"integration_id": null})),
+        )
+        .await
+        .unwrap();
+    ctx.service
+        .phone_number_delete(&admin, &n2.phone_number_id)
+        .await
+        .unwrap();
+    let out = ctx
+        .service
+        .integration_delete(&admin, &intg.integration_id)
+        .await
+        .unwrap();
+    assert_eq!(out.data.integration_id, intg.integration_id);
+    assert!(matches!(
+        ctx.service
+            .integration_view(&admin, &intg.integration_id)
+            .await,
+        Err(Error::NotFound(_))
+    ));
+    let sealed = voiceplane_core::repo::IntegrationRepository::integration_get_sealed(
+        &ctx.repo,
+        &admin.organization_id,
+        &intg.integration_id,
+    )
+    .await
+    .unwrap();
+    assert!(sealed.is_none(), "credentials are gone with the row");
+    assert!(matches!(
+        ctx.service
+            .integration_delete(&admin, &intg.integration_id)
+            .await,
+        Err(Error::NotFound(_))
+    ));
+}
+
+async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
+    let provider = MockServer::start().await;
+    mount_twilio_account(&provider, GOOD_SID, TOKEN).await;
+    Mock::given(method("GET"))
+        .and(path(format!("/2010-04-01/Accounts/{BAD_SID}.json")))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({"message": "Authenticate"})))
+        .mount(&provider)
+        .await;
+    let validator = telephony(&provider.uri());
+    let server = TestServer::start_configured(ctx, |s| s.with_telephony(validator)).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+
+    for (sid, expected) in [(GOOD_SID, "active"), (BAD_SID, "invalid")] {
+        let (status, created) = c
+            .send(Method::POST, "/api/integrations", Some(integration(sid)))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert!(!created.to_string().contains(TOKEN));
+        let id = created["data"]["integration_id"].as_str().unwrap();
+        // JSON is required.
+        let resp = c
+            .request(Method::POST, &format!("/api/integrations/{id}/validate"))
+            .header("Content-Type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let (status, v) = c
+            .send(
+                Method::POST,
+                &format!("/api/integrations/{id}/validate"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        assert_eq!(v["success"], true);
+        assert!(v["message"].is_string());
+        assert_eq!(v["data"]["status"], expected, "{v}");
+        assert_ne!(
+            v["data"]["updated_at"], created["data"]["updated_at"],
+            "updated_at changes"
+        );
+        assert!(!v.to_string().contains(TOKEN));
+        let (_, viewed) = c
+            .send(Method::GET, &format!("/api/integrations/{id}"), None)
+            .await;
+        assert_eq!(viewed["data"]["status"], expected);
+    }
+    server.stop().await;
+
+    // A probe that cannot reach the provider marks the integration invalid too.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let unreachable = telephony(&closed);
+    let server = TestServer::start_configured(ctx, |s| s.with_telephony(unreachable)).await;
+    let c = ApiCaller {
+        base: server.base.clone(),
+        ..c
+    };
+    let (_, created) = c
+        .send(
+            Method::POST,
+            "/api/integrations",
+            Some(integration(GOOD_SID)),
+        )
+        .await;
+    let id = created["data"]["integration_id"].as_str().unwrap();
+    let (status, v) = c
+        .send(
+            Method::POST,
+            &format!("/api/integrations/{id}/validate"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        (status, &v["data"]["status"]),
+        (StatusCode::OK, &json!("invalid")),
+        "{v}"
+    );
+    server.stop().await;
+}
+
+async fn integration_delete_conflict_over_http(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    let (_, created) = c
+        .send(
+            Method::POST,
+            "/api/integrations",
+            Some(integration(GOOD_SID)),
+        )
+        .await;
+    let id = created["data"]["integration_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, number) = c
+        .send(
+            Method::POST,
+            "/api/phone-numbers",
+            Some(json!({"phone_number": "+14155550123", "integration_id": id})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{number}");
+    let (status, v) = c
+        .send(Method::DELETE, &format!("/api/integrations/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let detail = v["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("+14155550123") && detail.contains("remove or reassign them first"),
+        "{detail}"
+    );
+    let nid = number["data"]["phone_number_id"].as_str().unwrap();
+    let (status, v) = c
+        .send(Method::DELETE, &format!("/api/phone-numbers/{nid}"), None)
+        .await;
+    assert_eq!(
+        (status, &v["message"]),
+        (StatusCode::OK, &json!("phone number deleted"))
+    );
+    let (status, v) = c
+        .send(Method::DELETE, &format!("/api/integrations/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["data"]["integration_id"], id.as_str());
+    assert!(v["message"].is_string());
+    let (status, _) = c
+        .send(Method::GET, &format!("/api/integrations/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    server.stop().await;
+}
+
+db_tests!(
+    integrations_store_encrypted_credentials,
+    deleting_a_referenced_integration_is_refused,
+    integration_validate_against_a_fake_provider,
+    integration_delete_conflict_over_http,
+);

@@ -1,0 +1,34 @@
+//! The workspace's test suite, one binary with a module per resource and per cross-cutting
+//! concern. Each test of a `db_tests!` list runs twice, as `<module>::<test>::sqlite` and
+//! `<module>::<test>::postgres`; the fixtures they share are the `voiceplane_suite` library
+//! (`tests/support/`).
+//!
+//! Run on SQLite only: `cargo test --test suite` (one module: `cargo test --test suite agents::`).
+//! Run on both: `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo test --test suite`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Resources.
+mod agents;
+mod api_keys;
+mod calls;
+mod documents;
+mod integrations;
+mod members;
+mod phone_numbers;
+mod recordings;
+mod tools;
+mod voices;
+
+// Cross-cutting concerns.
+mod auth;
+mod concurrency;
+mod envelopes;
+mod health;
+mod mount;
+mod openapi;
+mod pagination;
+mod request_ids;
+mod secrets;
+
+mod shapes;

@@ -1,0 +1,548 @@
+//! The scenario: every operation of the API at least once, with its errors, through the
+//! [`Checker`], on SQLite and Postgres; every documented success is produced at least once.
+
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use voiceplane_core::signing::UrlSigner;
+use voiceplane_storage::{BlobConfig, OpendalBlobStore};
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, db_tests, jwt_for, telephony, voice_providers,
+};
+
+use super::checker::*;
+use super::{document, operations};
+
+async fn responses_match_the_documented_schemas(ctx: &TestContext) {
+    use Method as M;
+
+    let upstream = fake_upstreams().await;
+    let upstream_url = upstream.uri();
+    let blobs = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
+    let server = TestServer::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, base| {
+        s.with_telephony(telephony(&upstream_url))
+            .with_voice_providers(voice_providers(&upstream_url, Some(("p1-key", "p2-key"))))
+            .with_blobs(blobs)
+            .with_recording_urls(base, UrlSigner::new(b"openapi-test-signing-key-0123456789"))
+    })
+    .await;
+    let c = Checker {
+        api: ApiCaller::bootstrap(ctx, &server, "Acme").await,
+        seen: Arc::default(),
+    };
+    let anonymous = c.as_caller(ApiCaller {
+        org: None,
+        ..c.with_key(None).api
+    });
+
+    // Health and the document itself: no credentials.
+    anonymous.expect(M::GET, "/healthz", Body::None, 200).await;
+    anonymous.expect(M::GET, "/readyz", Body::None, 200).await;
+    anonymous
+        .expect(M::GET, "/api/openapi.json", Body::None, 200)
+        .await;
+
+    // API keys.
+    let user_key = c
+        .expect(
+            M::POST,
+            "/api/api-keys",
+            Body::Json(json!({"name": "reader", "role": "user"})),
+            201,
+        )
+        .await;
+    let user = c.with_key(Some(str_of(&user_key["data"], "api_key")));
+    let temp = c
+        .expect(
+            M::POST,
+            "/api/api-keys",
+            Body::Json(json!({"name": "temp", "role": "agent_manager",
+                              "expires_at": "2099-01-01T00:00:00Z"})),
+            201,
+        )
+        .await;
+    c.expect(M::GET, "/api/api-keys?limit=2", Body::None, 200)
+        .await;
+    let revoked = c
+        .expect(
+            M::DELETE,
+            &format!("/api/api-keys/{}", str_of(&temp["data"], "key_id")),
+            Body::None,
+            200,
+        )
+        .await;
+    assert_eq!(revoked["data"]["status"], "revoked");
+
+    // Agents.
+    let agent = c
+        .expect(
+            M::POST,
+            "/api/agents",
+            Body::Json(recording_agent("Front desk")),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let agent_id = str_of(&agent, "agent_id");
+    c.expect(M::GET, &format!("/api/agents/{agent_id}"), Body::None, 200)
+        .await;
+    c.expect(M::GET, "/api/agents", Body::None, 200).await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/agents/{agent_id}"),
+        Body::Json(json!({"system_prompt": "Be kind.", "llm_temperature": 0.3})),
+        200,
+    )
+    .await;
+    let spare = c
+        .expect(
+            M::POST,
+            "/api/agents",
+            Body::Json(recording_agent("Spare")),
+            201,
+        )
+        .await;
+    c.expect(
+        M::DELETE,
+        &format!("/api/agents/{}", str_of(&spare["data"], "agent_id")),
+        Body::None,
+        200,
+    )
+    .await;
+
+    // Tools.
+    let tool_body = json!({
+        "tool_name": "lookup_order", "tool_description": "Looks up an order",
+        "url": "https://example.com/orders", "http_method": "GET",
+        "headers": {"X-Token": "t"}, "timeout_seconds": 10,
+        "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+    });
+    let tool = c
+        .expect(M::POST, "/api/tools", Body::Json(tool_body.clone()), 201)
+        .await["data"]
+        .clone();
+    let tool_id = str_of(&tool, "tool_id");
+    c.expect(M::POST, "/api/tools", Body::Json(tool_body), 409)
+        .await;
+    let tools = c.expect(M::GET, "/api/tools", Body::None, 200).await;
+    assert_eq!(tools["pagination"]["total_count"], 1);
+    c.expect(M::GET, &format!("/api/tools/{tool_id}"), Body::None, 200)
+        .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/tools/{tool_id}"),
+        Body::Json(json!({"timeout_seconds": 20})),
+        200,
+    )
+    .await;
+
+    // Knowledge base: JSON text and a multipart file.
+    let doc = c
+        .expect(
+            M::POST,
+            "/api/knowledge-base",
+            Body::Json(json!({"name": "FAQ", "text": "We open at nine."})),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let doc_id = str_of(&doc, "documentation_id");
+    let boundary = "voiceplane-openapi-boundary";
+    let multipart = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nPrices\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"prices.txt\"\r\n\
+         Content-Type: text/plain\r\n\r\nTea: 3 EUR\r\n--{boundary}--\r\n"
+    );
+    let file_doc = c
+        .expect(
+            M::POST,
+            "/api/knowledge-base",
+            Body::Raw(
+                format!("multipart/form-data; boundary={boundary}"),
+                multipart.into_bytes(),
+            ),
+            201,
+        )
+        .await;
+    assert_eq!(file_doc["data"]["type"], "file");
+    c.expect(M::GET, "/api/knowledge-base", Body::None, 200)
+        .await;
+    c.expect(
+        M::GET,
+        &format!("/api/knowledge-base/{doc_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/knowledge-base/{doc_id}"),
+        Body::Json(json!({"name": "Opening hours"})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        &format!(
+            "/api/knowledge-base/{}",
+            str_of(&file_doc["data"], "documentation_id")
+        ),
+        Body::None,
+        200,
+    )
+    .await;
+
+    // Integrations and phone numbers.
+    let integration = c
+        .expect(
+            M::POST,
+            "/api/integrations",
+            Body::Json(
+                json!({"name": "Main", "provider": "twilio", "category": "telephony",
+                "credentials": {"account_sid": TWILIO_SID, "auth_token": TWILIO_TOKEN}}),
+            ),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let integration_id = str_of(&integration, "integration_id");
+    c.expect(M::GET, "/api/integrations", Body::None, 200).await;
+    c.expect(
+        M::GET,
+        &format!("/api/integrations/{integration_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/integrations/{integration_id}"),
+        Body::Json(json!({"name": "Main line"})),
+        200,
+    )
+    .await;
+    let validated = c
+        .expect(
+            M::POST,
+            &format!("/api/integrations/{integration_id}/validate"),
+            Body::Json(json!({})),
+            200,
+        )
+        .await;
+    assert_eq!(validated["data"]["status"], "active");
+    let number = c
+        .expect(
+            M::POST,
+            "/api/phone-numbers",
+            Body::Json(
+                json!({"phone_number": "+14155550100", "integration_id": integration_id,
+                              "assigned_agent_id": agent_id}),
+            ),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let number_id = str_of(&number, "phone_number_id");
+    c.expect(M::GET, "/api/phone-numbers", Body::None, 200)
+        .await;
+    c.expect(
+        M::GET,
+        &format!("/api/phone-numbers/{number_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+    let unassigned = c
+        .expect(
+            M::PATCH,
+            &format!("/api/phone-numbers/{number_id}"),
+            Body::Json(json!({"assigned_agent_id": null})),
+            200,
+        )
+        .await;
+    assert_eq!(unassigned["data"]["assigned_agent_id"], Value::Null);
+    c.expect(
+        M::DELETE,
+        &format!("/api/integrations/{integration_id}"),
+        Body::None,
+        409,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        &format!("/api/phone-numbers/{number_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        &format!("/api/integrations/{integration_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+
+    // Calls, pages and recordings.
+    let new_call = json!({"agent_id": agent_id, "to_number": "+14155550123",
+                          "from_number": "+14155550199", "call_type": "outbound"});
+    c.expect(M::POST, "/api/calls", Body::Json(new_call.clone()), 201)
+        .await;
+    let call = c
+        .expect(M::POST, "/api/calls", Body::Json(new_call), 201)
+        .await["data"]
+        .clone();
+    let call_sid = str_of(&call, "call_sid");
+    let first = c
+        .expect(M::GET, "/api/calls?limit=1", Body::None, 200)
+        .await;
+    let cursor = str_of(&first["pagination"], "next_cursor");
+    let last = c
+        .expect(
+            M::GET,
+            &format!("/api/calls?limit=1&cursor={cursor}"),
+            Body::None,
+            200,
+        )
+        .await;
+    assert_eq!(last["pagination"]["next_cursor"], Value::Null);
+    c.expect(M::GET, &format!("/api/calls/{call_sid}"), Body::None, 200)
+        .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/calls/{call_sid}"),
+        Body::Json(
+            json!({"status": "completed", "start_time": "2026-01-01T00:00:00Z",
+            "end_time": "2026-01-01T00:01:30Z", "total_cost": 1.5, "turn_count": 4,
+            "end_reason": "user_hangup", "billing_status": "billed"}),
+        ),
+        200,
+    )
+    .await;
+    let recording = format!("/api/calls/{call_sid}/recording");
+    c.expect(M::GET, &format!("{recording}/stream"), Body::None, 404)
+        .await;
+    c.expect(
+        M::PUT,
+        &recording,
+        Body::Raw("text/plain".to_owned(), b"not audio".to_vec()),
+        415,
+    )
+    .await;
+    c.expect(
+        M::PUT,
+        &recording,
+        Body::Raw("audio/wav".to_owned(), wav_bytes()),
+        200,
+    )
+    .await;
+    let link = c
+        .expect(M::GET, &format!("{recording}/stream"), Body::None, 200)
+        .await;
+    let download = c
+        .send(M::GET, &format!("{recording}/download"), Body::None)
+        .await;
+    assert_eq!(download.status, StatusCode::OK);
+    assert_eq!(download.bytes, wav_bytes());
+    // The stream URL is served by this server; its path and query are what matter.
+    let url = str_of(&link["data"], "url");
+    let signed = &url[url.find("/recordings/").expect("a self-signed URL")..];
+    let whole = anonymous.send(M::GET, signed, Body::None).await;
+    assert_eq!((whole.status, whole.bytes), (StatusCode::OK, wav_bytes()));
+    let part = anonymous
+        .send_with(M::GET, signed, Body::None, &[("range", "bytes=0-3")])
+        .await;
+    assert_eq!(
+        (part.status, part.bytes),
+        (StatusCode::PARTIAL_CONTENT, b"RIFF".to_vec())
+    );
+    let outside = anonymous
+        .send_with(M::GET, signed, Body::None, &[("range", "bytes=100000-")])
+        .await;
+    assert_eq!(outside.status, StatusCode::RANGE_NOT_SATISFIABLE);
+    // Change the signature's last hex digit, whatever it is, so the URL really differs.
+    let last = if signed.ends_with('0') { "1" } else { "0" };
+    let tampered = format!("{}{last}", &signed[..signed.len() - 1]);
+    anonymous.expect(M::GET, &tampered, Body::None, 403).await;
+
+    // Voices.
+    c.expect(
+        M::GET,
+        "/api/voices/search?provider=provider_one&gender=male",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/voices/search?provider=provider_two&query=calm",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/voices/search?provider=provider_one&query=fail",
+        Body::None,
+        502,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/voices/search?provider=provider_three",
+        Body::None,
+        400,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/voices/provider_two/library?use_cases=news&use_cases=audiobook&page=0&page_size=10",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/voices/provider_two/library/add",
+        Body::Json(json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep"})),
+        200,
+    )
+    .await;
+
+    // Invitations and members.
+    let invitation = c
+        .expect(
+            M::POST,
+            "/api/auth/organizations/invitations",
+            Body::Json(json!({"email": "new@example.com", "role": "agent_manager"})),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let withdrawn = c
+        .expect(
+            M::POST,
+            "/api/auth/organizations/invitations",
+            Body::Json(json!({"email": "gone@example.com", "role": "user"})),
+            201,
+        )
+        .await;
+    c.expect(
+        M::GET,
+        "/api/auth/organizations/invitations",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        &format!(
+            "/api/auth/organizations/invitations/{}",
+            str_of(&withdrawn["data"], "invite_id")
+        ),
+        Body::None,
+        200,
+    )
+    .await;
+    let invitee = c.with_bearer(&jwt_for("user_newcomer", Some("new@example.com"), 3600));
+    let member = invitee
+        .expect(
+            M::POST,
+            &format!(
+                "/api/auth/invitations/{}/accept",
+                str_of(&invitation, "invite_id")
+            ),
+            Body::None,
+            200,
+        )
+        .await["data"]
+        .clone();
+    let membership = format!(
+        "/api/auth/organizations/members/{}",
+        str_of(&member, "membership_id")
+    );
+    c.expect(M::GET, "/api/auth/organizations/members", Body::None, 200)
+        .await;
+    c.expect(
+        M::PATCH,
+        &membership,
+        Body::Json(json!({"role": "user"})),
+        200,
+    )
+    .await;
+    c.expect(M::DELETE, &membership, Body::None, 200).await;
+
+    // Errors: `{detail}` with the documented statuses.
+    c.with_key(None)
+        .expect(M::GET, "/api/agents", Body::None, 401)
+        .await;
+    user.expect(
+        M::POST,
+        "/api/agents",
+        Body::Json(recording_agent("Nope")),
+        403,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/agents/agent_0000000000000000",
+        Body::None,
+        404,
+    )
+    .await;
+    c.expect(M::GET, "/api/agents/not-an-id", Body::None, 400)
+        .await;
+    c.expect(M::GET, "/api/calls?limit=0", Body::None, 400)
+        .await;
+    c.expect(M::GET, "/api/calls?cursor=garbage", Body::None, 400)
+        .await;
+    c.expect(
+        M::POST,
+        "/api/agents",
+        Body::Unchecked(json!({"agent_name": "x", "colour": "blue"})),
+        400,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/agents",
+        Body::Raw("text/plain".to_owned(), b"hello".to_vec()),
+        415,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/agents",
+        Body::Unchecked(json!({"agent_name": "x".repeat(1_100_000)})),
+        413,
+    )
+    .await;
+    c.expect(M::DELETE, &format!("/api/tools/{tool_id}"), Body::None, 200)
+        .await;
+
+    server.stop().await;
+
+    // Every success answer the document lists was produced and checked at least once.
+    let seen = c.seen.lock().unwrap().clone();
+    let mut unexercised = Vec::new();
+    for (method, template, op) in operations(document()) {
+        for status in op["responses"].as_object().unwrap().keys() {
+            let key = format!("{method} {template} {status}");
+            if status.starts_with('2') && !seen.contains(&key) {
+                unexercised.push(key);
+            }
+        }
+    }
+    assert!(
+        unexercised.is_empty(),
+        "documented success answers the scenario did not check: {unexercised:#?}"
+    );
+    let errors_checked = seen
+        .iter()
+        .filter(|k| !k.ends_with(" 200") && !k.ends_with(" 201") && !k.ends_with(" 206"))
+        .count();
+    assert!(errors_checked >= 10, "{seen:#?}");
+}
+
+db_tests!(responses_match_the_documented_schemas);

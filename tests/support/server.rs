@@ -1,0 +1,105 @@
+//! The HTTP API of a test's service on a real listener: [`TestServer`] serves it on
+//! `127.0.0.1:0` (optionally with a changed copy of the service), and [`http_client`] is the
+//! client that talks to it.
+
+use std::sync::Arc;
+
+use voiceplane_core::Service;
+
+use crate::TestContext;
+
+/// A reqwest client for talking to test servers. reqwest shares the workspace's rustls build,
+/// which carries no default crypto provider: this installs ring's first, as the server does.
+pub fn http_client() -> reqwest::Client {
+    voiceplane_clients::install_crypto_provider();
+    reqwest::Client::new()
+}
+
+/// The HTTP API of a [`TestContext`]'s service, served on `127.0.0.1:0`.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    /// Starts serving `ctx.service` with the default HTTP settings.
+    pub async fn start(ctx: &TestContext) -> Self {
+        Self::start_with(ctx, voiceplane_http::HttpConfig::default()).await
+    }
+
+    /// Starts serving `ctx.service` with `config`.
+    pub async fn start_with(ctx: &TestContext, config: voiceplane_http::HttpConfig) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("bound address");
+        let api = voiceplane_http::Api::new(ctx.service.clone()).with_config(config);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base: format!("http://{addr}"),
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and waits for the server to return.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await
+                .expect("server task")
+                .expect("server returns cleanly");
+        }
+    }
+}
+
+impl TestServer {
+    /// Starts serving a copy of `ctx.service` changed by `configure`, e.g. with voice
+    /// providers: `TestServer::start_configured(ctx, |s| s.with_voice_providers(p))`. The copy
+    /// shares `ctx`'s database, clock and JWT settings, so keys made through `ctx` work.
+    pub async fn start_configured(
+        ctx: &TestContext,
+        configure: impl FnOnce(Service) -> Service,
+    ) -> Self {
+        Self::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, _| {
+            configure(s)
+        })
+        .await
+    }
+
+    /// Like [`start_configured`](Self::start_configured), with the adapter's `config`, and
+    /// with the server's own base URL given to `configure` (for `with_recording_urls`).
+    pub async fn start_at(
+        ctx: &TestContext,
+        config: voiceplane_http::HttpConfig,
+        configure: impl FnOnce(Service, &str) -> Service,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
+        let service = Arc::new(configure(Service::clone(&ctx.service), &base));
+        let api = voiceplane_http::Api::new(service).with_config(config);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+}

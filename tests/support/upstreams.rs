@@ -1,0 +1,117 @@
+//! Fake upstreams on loopback and the real clients pointed at them: both voice providers
+//! ([`voice_providers`], and [`mount_voice_catalogue`] for a server that answers every voice
+//! operation), and the telephony validator ([`telephony`]) with twilio's account probe
+//! ([`mount_twilio_account`]).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use voiceplane_clients::{
+    HttpClient, HttpSettings, HttpTelephonyValidator, ProviderOne, ProviderOneSettings,
+    ProviderTwo, ProviderTwoSettings, TelephonySettings,
+};
+use voiceplane_core::voice::VoiceProviders;
+use wiremock::matchers::{basic_auth, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// Both voice providers at `base` (one fake server answers both: their paths differ), with
+/// the API keys `(provider_one, provider_two)` when given.
+pub fn voice_providers(base: &str, keys: Option<(&str, &str)>) -> VoiceProviders {
+    let http = HttpClient::new(HttpSettings::default()).expect("default HTTP settings are valid");
+    let one = ProviderOne::new(
+        http.clone(),
+        ProviderOneSettings {
+            base_url: base.to_owned(),
+            api_key: keys.map(|(one, _)| one.to_owned()),
+            version: "2024-06-10".to_owned(),
+        },
+    )
+    .expect("provider_one settings are valid");
+    let two = Arc::new(
+        ProviderTwo::new(
+            http,
+            ProviderTwoSettings {
+                base_url: base.to_owned(),
+                api_key: keys.map(|(_, two)| two.to_owned()),
+            },
+        )
+        .expect("provider_two settings are valid"),
+    );
+    VoiceProviders {
+        provider_one: Some(Arc::new(one)),
+        provider_two: Some(two.clone()),
+        library: Some(two),
+    }
+}
+
+/// The telephony validator, with twilio and telnyx both at `base`.
+pub fn telephony(base: &str) -> Arc<HttpTelephonyValidator> {
+    Arc::new(
+        HttpTelephonyValidator::new(
+            HttpClient::new(HttpSettings::default()).expect("default HTTP settings are valid"),
+            TelephonySettings {
+                twilio_base_url: base.to_owned(),
+                telnyx_base_url: base.to_owned(),
+            },
+        )
+        .expect("telephony settings are valid"),
+    )
+}
+
+/// Twilio's account probe on `upstream`: the account `sid`, asked with its `token`, is
+/// active.
+pub async fn mount_twilio_account(upstream: &MockServer, sid: &str, token: &str) {
+    Mock::given(method("GET"))
+        .and(path(format!("/2010-04-01/Accounts/{sid}.json")))
+        .and(basic_auth(sid, token))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"sid": sid, "status": "active"})),
+        )
+        .mount(upstream)
+        .await;
+}
+
+/// Every voice operation on `upstream`: provider_one's search (failing with a 500 for the
+/// query `fail`), provider_two's search, its shared library, and adding `own-1/sh-1` from it.
+pub async fn mount_voice_catalogue(upstream: &MockServer) {
+    Mock::given(method("GET"))
+        .and(path("/voices"))
+        .and(query_param("q", "fail"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("upstream broke"))
+        .with_priority(1)
+        .mount(upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/voices"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [{"id": "ca-1", "name": "Narrator", "gender": "masculine", "language": "en",
+                      "preview_file_url": "https://files.example/ca-1.wav"}],
+            "has_more": false
+        })))
+        .mount(upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/voices"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "voices": [{"voice_id": "el-1", "name": "Rachel", "description": "calm",
+                        "labels": {"gender": "female", "language": "en"},
+                        "preview_url": "https://cdn.example/el-1.mp3"}],
+            "has_more": true, "next_page_token": "page-2"
+        })))
+        .mount(upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v1/shared-voices"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "voices": [{"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep",
+                        "preview_url": "https://cdn.example/sh-1.mp3", "accent": "british"}],
+            "has_more": true
+        })))
+        .mount(upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/voices/add/own-1/sh-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"voice_id": "acct-7"})))
+        .mount(upstream)
+        .await;
+}
