@@ -51,6 +51,12 @@ pub(crate) fn parameters<T: JsonSchema>(schemas: &mut Schemas) -> Vec<Value> {
         .iter()
         .map(|(name, property)| {
             let mut property = without_null(property.clone());
+            // An absent parameter is simply absent: `null` is no default a query can send.
+            if let Some(p) = property.as_object_mut()
+                && p.get("default") == Some(&Value::Null)
+            {
+                p.remove("default");
+            }
             let description = property
                 .as_object_mut()
                 .and_then(|p| p.remove("description"))

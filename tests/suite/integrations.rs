@@ -342,9 +342,124 @@ async fn integration_delete_conflict_over_http(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// `GET /api/integrations?status=` lists only the integrations with that status, page by page,
+/// and names the accepted values when given another.
+async fn integration_list_filters_by_status(ctx: &TestContext) {
+    let provider = MockServer::start().await;
+    mount_twilio_account(&provider, GOOD_SID, TOKEN).await;
+    Mock::given(method("GET"))
+        .and(path(format!("/2010-04-01/Accounts/{BAD_SID}.json")))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&provider)
+        .await;
+    let validator = telephony(&provider.uri());
+    let server = TestServer::start_configured(ctx, |s| s.with_telephony(validator)).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+
+    // Three invalid and two active, interleaved.
+    let mut invalid = Vec::new();
+    for sid in [BAD_SID, GOOD_SID, BAD_SID, GOOD_SID, BAD_SID] {
+        let (_, created) = c
+            .send(Method::POST, "/api/integrations", Some(integration(sid)))
+            .await;
+        let id = created["data"]["integration_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (status, v) = c
+            .send(
+                Method::POST,
+                &format!("/api/integrations/{id}/validate"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        if sid == BAD_SID {
+            invalid.push(id);
+        }
+    }
+    invalid.reverse(); // newest first
+
+    // Two pages of the invalid ones; the cursor keeps the filter's order.
+    let (status, first) = c
+        .send(
+            Method::GET,
+            "/api/integrations?status=invalid&limit=2",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let ids = |v: &Value| -> Vec<String> {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["integration_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&first), invalid[..2]);
+    assert_eq!(first["pagination"]["has_more"], true);
+    let cursor = first["pagination"]["next_cursor"].as_str().unwrap();
+    let (_, second) = c
+        .send(
+            Method::GET,
+            &format!("/api/integrations?status=invalid&limit=2&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(ids(&second), invalid[2..]);
+    assert_eq!(second["pagination"]["has_more"], false);
+
+    let (_, active) = c
+        .send(Method::GET, "/api/integrations?status=active", None)
+        .await;
+    assert_eq!(ids(&active).len(), 2);
+    assert!(
+        active["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["status"] == "active")
+    );
+    let (_, all) = c.send(Method::GET, "/api/integrations", None).await;
+    assert_eq!(ids(&all).len(), 5);
+
+    let (status, v) = c
+        .send(Method::GET, "/api/integrations?status=broken", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.starts_with("status is invalid"), "{detail}");
+    assert!(
+        detail.contains("`active`") && detail.contains("`invalid`"),
+        "{detail}"
+    );
+
+    // The same filter through the service.
+    let admin = ctx
+        .actor(c.org.as_deref().unwrap(), c.key.as_deref().unwrap())
+        .await;
+    let filter = IntegrationFilter {
+        status: Some(IntegrationStatus::Active),
+    };
+    let page = ctx
+        .service
+        .integration_list(&admin, &filter, &PageParams::default())
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert!(
+        page.items
+            .iter()
+            .all(|i| i.status == IntegrationStatus::Active)
+    );
+    server.stop().await;
+}
+
 db_tests!(
     integrations_store_encrypted_credentials,
     deleting_a_referenced_integration_is_refused,
     integration_validate_against_a_fake_provider,
     integration_delete_conflict_over_http,
+    integration_list_filters_by_status,
 );

@@ -7,35 +7,38 @@ use serde::Serialize;
 use crate::endpoint::{Bare, Cx};
 use crate::error::ApiError;
 
-/// `{"status": "ok"}` or `{"status": "ready"}`.
+/// `{"status": …}`: what a health check found.
 #[derive(Serialize, JsonSchema)]
 #[schemars(inline)]
-pub(crate) struct Health {
-    status: HealthStatus,
+pub(crate) struct Health<S> {
+    status: S,
 }
 
-/// What a health check found.
+/// `"ok"`: the process is up.
 #[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
 #[schemars(inline)]
-pub(crate) enum HealthStatus {
-    /// The process is up.
+pub(crate) enum Live {
+    #[serde(rename = "ok")]
     Ok,
-    /// The database and object storage answer.
+}
+
+/// `"ready"`: the database and the object store answer.
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) enum Ready {
+    #[serde(rename = "ready")]
     Ready,
 }
 
 /// The process is up; nothing else is checked, so a load balancer can tell a hung process
 /// from a slow database.
-pub(crate) async fn health_live(_: Cx, (): (), (): ()) -> Result<Bare<Health>, ApiError> {
-    Ok(Bare(Health {
-        status: HealthStatus::Ok,
-    }))
+pub(crate) async fn health_live(_: Cx, (): (), (): ()) -> Result<Bare<Health<Live>>, ApiError> {
+    Ok(Bare(Health { status: Live::Ok }))
 }
 
-pub(crate) async fn health_ready(cx: Cx, (): (), (): ()) -> Result<Bare<Health>, ApiError> {
+pub(crate) async fn health_ready(cx: Cx, (): (), (): ()) -> Result<Bare<Health<Ready>>, ApiError> {
     cx.service().health_ready().await?;
     Ok(Bare(Health {
-        status: HealthStatus::Ready,
+        status: Ready::Ready,
     }))
 }
