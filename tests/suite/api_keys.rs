@@ -29,7 +29,7 @@ async fn api_keys_are_created_and_listed_without_secrets(ctx: &TestContext) {
     assert!(voiceplane_core::ids::IdKind::ApiKey.matches(&created.key.key_id));
     assert_eq!(created.key.role, Role::AgentManager);
     assert_eq!(created.key.user_id, admin.user_id);
-    assert_eq!(created.key.client_id, admin.organization_id);
+    assert_eq!(created.key.organization_id, admin.organization_id);
     let listed = serde_json::to_string(
         &ctx.service
             .api_key_list(&admin, &PageParams::default())

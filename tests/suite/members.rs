@@ -306,7 +306,7 @@ async fn members_keep_at_least_one_admin(ctx: &TestContext) {
         .member_remove(&two_actor, &me.membership_id)
         .await
         .unwrap();
-    assert_eq!(removed.membership_id, me.membership_id);
+    assert_eq!(removed.data.membership_id, me.membership_id);
     let err = ctx
         .authenticate_key(&admin.organization_id, &boot.api_key)
         .await

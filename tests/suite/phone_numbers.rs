@@ -165,7 +165,7 @@ async fn phone_assignment_stays_consistent_both_ways(ctx: &TestContext) {
 
     // Deleting an agent frees its numbers.
     let gone = ctx.service.agent_delete(&admin, &b.agent_id).await.unwrap();
-    assert_eq!(gone.agent_id, b.agent_id);
+    assert_eq!(gone.data.agent_id, b.agent_id);
     let n3v = ctx
         .service
         .phone_number_view(&admin, &n3.phone_number_id)

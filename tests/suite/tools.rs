@@ -112,7 +112,8 @@ async fn tools_are_managed(ctx: &TestContext) {
     input.custom_tools = vec![t.tool_id.clone()];
     let a = ctx.service.agent_create(&admin, input).await.unwrap();
     let deleted = ctx.service.tool_delete(&admin, &t.tool_id).await.unwrap();
-    assert_eq!(deleted.tool_id, t.tool_id);
+    assert_eq!(deleted.data.tool_id, t.tool_id);
+    assert_eq!(deleted.message, "tool deleted");
     assert!(
         ctx.service
             .agent_view(&admin, &a.agent_id)

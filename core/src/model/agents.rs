@@ -24,7 +24,7 @@ pub struct Agent {
     pub agent_id: String,
     /// Organization id (not serialized: the agent's JSON has no organization field).
     #[serde(skip_serializing)]
-    pub client_id: String,
+    pub organization_id: String,
     /// Name.
     pub agent_name: String,
     /// Language code, upper case (e.g. `EN`).

@@ -31,7 +31,8 @@ pub struct ApiKey {
     /// First 12 characters of the secret, for recognising it.
     pub prefix: String,
     /// Owning organization.
-    pub client_id: String,
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// User who created the key.
     pub user_id: String,
     /// `active`, `expired` or `revoked`.

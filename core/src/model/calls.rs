@@ -82,8 +82,9 @@ pub struct Call {
     pub agent_id: String,
     /// The agent's name when the call was recorded.
     pub agent_name: Option<String>,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// `inbound`, `outbound` or `preview`.
     pub call_type: CallType,
     /// Current status.

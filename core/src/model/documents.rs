@@ -42,8 +42,9 @@ pub struct Document {
     /// `file` or `text`.
     #[serde(rename = "type")]
     pub doc_type: DocumentType,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// Object-storage key of the content, for files.
     pub storage_key: Option<String>,
     /// Object-storage URI of the content, for files.

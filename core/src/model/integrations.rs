@@ -30,8 +30,9 @@ pub struct IntegrationFilter {
 pub struct Integration {
     /// `intg_` + 12 hex digits.
     pub integration_id: String,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// Name.
     pub name: String,
     /// `twilio` or `telnyx`.

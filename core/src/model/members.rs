@@ -76,8 +76,9 @@ pub struct Invitation {
     pub invite_id: String,
     /// Invitee e-mail, lower case.
     pub email: String,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// Role offered.
     pub role: Role,
     /// User id of the admin who invited.

@@ -33,3 +33,13 @@ pub struct Outcome<T> {
     /// A sentence for the response's `message`.
     pub message: String,
 }
+
+impl<T> Outcome<T> {
+    /// `data` with the sentence `message`.
+    pub fn new(data: T, message: impl Into<String>) -> Self {
+        Self {
+            data,
+            message: message.into(),
+        }
+    }
+}

@@ -23,8 +23,9 @@ pub struct PhoneNumber {
     pub phone_number_id: String,
     /// E.164.
     pub phone_number: String,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// Telephony provider, e.g. `twilio`.
     pub provider: String,
     /// `assigned` or `unassigned`.

@@ -12,8 +12,9 @@ use crate::time::Timestamp;
 pub struct Tool {
     /// `tool_…`
     pub tool_id: String,
-    /// Organization id.
-    pub client_id: String,
+    /// The id of the organization it belongs to.
+    #[serde(rename = "client_id")]
+    pub organization_id: String,
     /// Name the model calls it by: letters, digits, `_`, `-`.
     pub tool_name: String,
     /// What the tool does, for the model.

@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Agent, AgentUpdate, NewAgent};
+use crate::model::{Agent, AgentUpdate, NewAgent, Outcome};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -83,7 +83,7 @@ impl Service {
         let now = self.now();
         let agent = Agent {
             agent_id: self.id(IdKind::Agent),
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             agent_name: f.agent_name,
             language: f.language,
             stt_provider: f.stt_provider,
@@ -201,12 +201,14 @@ impl Service {
     }
 
     /// Deletes an agent; its phone numbers become unassigned. Past calls keep its id and name.
-    pub async fn agent_delete(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {
+    pub async fn agent_delete(&self, actor: &Actor, agent_id: &str) -> Result<Outcome<Agent>> {
         actor.require(Permission::AgentsWrite)?;
         let id = IdKind::Agent.parse(agent_id)?;
-        self.repo
+        let agent = self
+            .repo
             .agent_delete(&actor.organization_id, &id, self.now())
             .await?
-            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
+            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
+        Ok(Outcome::new(agent, "agent deleted"))
     }
 }

@@ -30,7 +30,7 @@ impl Service {
             name,
             role: input.role,
             prefix: secret.prefix().to_owned(),
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             user_id: actor.user_id.clone(),
             status: ApiKeyStatus::Active,
             created_at: now,

@@ -66,7 +66,7 @@ impl Service {
             ApiKeyStatus::Expired => return Err(Error::unauthenticated("API key has expired")),
             ApiKeyStatus::Active => {}
         }
-        if key.client_id != org {
+        if key.organization_id != org {
             return Err(Error::forbidden(
                 "this API key belongs to a different organization than X-Organization-Id",
             ));
@@ -85,7 +85,7 @@ impl Service {
             }
         }
         Ok(Actor {
-            organization_id: key.client_id,
+            organization_id: key.organization_id,
             user_id: key.user_id,
             role: key.role,
             principal: Principal::ApiKey(key.key_id),

@@ -78,7 +78,7 @@ impl Service {
             name: "bootstrap admin key".to_owned(),
             role: Role::Admin,
             prefix: secret.prefix().to_owned(),
-            client_id: organization.organization_id.clone(),
+            organization_id: organization.organization_id.clone(),
             user_id: user.user_id.clone(),
             status: ApiKeyStatus::Active,
             created_at: now,

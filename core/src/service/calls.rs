@@ -27,7 +27,7 @@ impl Service {
             from_number,
             agent_id: agent.agent_id,
             agent_name: Some(agent.agent_name),
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             call_type: input.call_type,
             status: input.status.unwrap_or(CallStatus::Queued),
             recording_enabled: input.recording_enabled.unwrap_or(agent.recording_enabled),

@@ -4,7 +4,9 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Document, DocumentType, DocumentUpdate, NewTextDocument, ProcessingStatus};
+use crate::model::{
+    Document, DocumentType, DocumentUpdate, NewTextDocument, Outcome, ProcessingStatus,
+};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -59,7 +61,7 @@ impl Service {
             documentation_id: self.id(IdKind::Document),
             name,
             doc_type: DocumentType::Text,
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             storage_key: None,
             storage_uri: None,
             content_type: "text/plain; charset=utf-8".to_owned(),
@@ -110,7 +112,7 @@ impl Service {
             documentation_id: id,
             name,
             doc_type: DocumentType::File,
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             storage_uri: Some(blobs.uri(&key)),
             storage_key: Some(key.clone()),
             content_type,
@@ -176,7 +178,11 @@ impl Service {
     }
 
     /// Deletes a document; agents that used it no longer list it.
-    pub async fn document_delete(&self, actor: &Actor, documentation_id: &str) -> Result<Document> {
+    pub async fn document_delete(
+        &self,
+        actor: &Actor,
+        documentation_id: &str,
+    ) -> Result<Outcome<Document>> {
         actor.require(Permission::KbWrite)?;
         let id = IdKind::Document.parse(documentation_id)?;
         let doc = self
@@ -190,6 +196,6 @@ impl Service {
                 tracing::warn!(%key, error = %e, "could not delete a document's file");
             }
         }
-        Ok(doc)
+        Ok(Outcome::new(doc, "knowledge-base document deleted"))
     }
 }

@@ -49,7 +49,7 @@ impl Service {
         let now = self.now();
         let integration = Integration {
             integration_id: self.id(IdKind::Integration),
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             name,
             provider: provider.as_str().to_owned(),
             category,

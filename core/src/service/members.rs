@@ -29,7 +29,7 @@ impl Service {
         let invitation = Invitation {
             invite_id: self.id(IdKind::Invitation),
             email,
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             role: input.role,
             invited_by: actor.user_id.clone(),
             status: InvitationStatus::Pending,
@@ -148,7 +148,7 @@ impl Service {
             },
             membership: Membership {
                 membership_id: self.id(IdKind::Membership),
-                organization_id: invitation.client_id.clone(),
+                organization_id: invitation.organization_id.clone(),
                 user_id: claims.sub,
                 role: invitation.role,
                 status: MemberStatus::Active,
@@ -179,11 +179,20 @@ impl Service {
 
     /// Removes a member (admins only) and revokes the API keys they created here; the last
     /// admin cannot be removed.
-    pub async fn member_remove(&self, actor: &Actor, membership_id: &str) -> Result<Member> {
+    pub async fn member_remove(
+        &self,
+        actor: &Actor,
+        membership_id: &str,
+    ) -> Result<Outcome<Member>> {
         actor.require(Permission::MembersManage)?;
         let id = IdKind::Membership.parse(membership_id)?;
-        self.repo
+        let member = self
+            .repo
             .member_remove(&actor.organization_id, &id, self.now())
-            .await
+            .await?;
+        Ok(Outcome::new(
+            member,
+            "member removed; the API keys they created here are revoked",
+        ))
     }
 }

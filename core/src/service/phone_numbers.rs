@@ -5,7 +5,7 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    Integration, NewPhoneNumber, PhoneNumber, PhoneNumberStatus, PhoneNumberUpdate,
+    Integration, NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberStatus, PhoneNumberUpdate,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
@@ -88,7 +88,7 @@ impl Service {
         let number = PhoneNumber {
             phone_number_id: self.id(IdKind::PhoneNumber),
             phone_number,
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             provider,
             status: status_for(&assigned_agent_id),
             supports_inbound: input.supports_inbound.unwrap_or(true),
@@ -182,12 +182,14 @@ impl Service {
         &self,
         actor: &Actor,
         phone_number_id: &str,
-    ) -> Result<PhoneNumber> {
+    ) -> Result<Outcome<PhoneNumber>> {
         actor.require(Permission::PhoneNumbersWrite)?;
         let id = IdKind::PhoneNumber.parse(phone_number_id)?;
-        self.repo
+        let number = self
+            .repo
             .phone_number_delete(&actor.organization_id, &id)
             .await?
-            .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
+            .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))?;
+        Ok(Outcome::new(number, "phone number deleted"))
     }
 }

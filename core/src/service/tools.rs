@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{NewTool, Tool, ToolSummary, ToolUpdate};
+use crate::model::{NewTool, Outcome, Tool, ToolSummary, ToolUpdate};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -89,7 +89,7 @@ impl Service {
         let now = self.now();
         let tool = Tool {
             tool_id: self.id(IdKind::Tool),
-            client_id: actor.organization_id.clone(),
+            organization_id: actor.organization_id.clone(),
             tool_name: tool_name(&input.tool_name)?,
             tool_description: validate::text("tool_description", &input.tool_description, 1000)?,
             http_method: http_method(input.http_method.as_deref().unwrap_or("POST"))?,
@@ -170,12 +170,14 @@ impl Service {
     }
 
     /// Deletes a tool; agents that used it no longer list it.
-    pub async fn tool_delete(&self, actor: &Actor, tool_id: &str) -> Result<Tool> {
+    pub async fn tool_delete(&self, actor: &Actor, tool_id: &str) -> Result<Outcome<Tool>> {
         actor.require(Permission::ToolsWrite)?;
         let id = IdKind::Tool.parse(tool_id)?;
-        self.repo
+        let tool = self
+            .repo
             .tool_delete(&actor.organization_id, &id)
             .await?
-            .ok_or_else(|| Error::not_found(format!("tool {id} not found")))
+            .ok_or_else(|| Error::not_found(format!("tool {id} not found")))?;
+        Ok(Outcome::new(tool, "tool deleted"))
     }
 }

@@ -4,7 +4,6 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Agent, AgentUpdate, NewAgent, Outcome};
 use voiceplane_core::page::{Page, PageParams};
 
-use super::deleted;
 use crate::endpoint::{Created, Cx, Data, Json, Query};
 use crate::error::ApiError;
 
@@ -47,6 +46,5 @@ pub(crate) async fn agent_delete(
     (agent_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<Outcome<Agent>, ApiError> {
-    let agent = cx.service().agent_delete(&actor, &agent_id).await?;
-    Ok(deleted("agent", agent))
+    Ok(cx.service().agent_delete(&actor, &agent_id).await?)
 }

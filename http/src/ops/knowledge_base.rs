@@ -5,7 +5,6 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Document, DocumentUpdate, Outcome};
 use voiceplane_core::page::{Page, PageParams};
 
-use super::deleted;
 use crate::endpoint::{Created, Cx, Data, Json, Query};
 use crate::error::ApiError;
 use crate::multipart::NewDocumentBody;
@@ -56,9 +55,8 @@ pub(crate) async fn document_delete(
     (documentation_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<Outcome<Document>, ApiError> {
-    let doc = cx
+    Ok(cx
         .service()
         .document_delete(&actor, &documentation_id)
-        .await?;
-    Ok(deleted("knowledge-base document", doc))
+        .await?)
 }

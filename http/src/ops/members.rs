@@ -88,9 +88,5 @@ pub(crate) async fn member_remove(
     (membership_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<Outcome<Member>, ApiError> {
-    let member = cx.service().member_remove(&actor, &membership_id).await?;
-    Ok(Outcome {
-        data: member,
-        message: "member removed; the API keys they created here are revoked".to_owned(),
-    })
+    Ok(cx.service().member_remove(&actor, &membership_id).await?)
 }

@@ -17,13 +17,3 @@ pub(crate) mod phone_numbers;
 pub(crate) mod recordings;
 pub(crate) mod tools;
 pub(crate) mod voices;
-
-use voiceplane_core::model::Outcome;
-
-/// The answer of a delete: the resource as it was, and a sentence saying it is gone.
-pub(crate) fn deleted<T>(what: &str, data: T) -> Outcome<T> {
-    Outcome {
-        data,
-        message: format!("{what} deleted"),
-    }
-}

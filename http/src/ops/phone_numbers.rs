@@ -4,7 +4,6 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberUpdate};
 use voiceplane_core::page::{Page, PageParams};
 
-use super::deleted;
 use crate::endpoint::{Created, Cx, Data, Json, Query};
 use crate::error::ApiError;
 
@@ -55,9 +54,8 @@ pub(crate) async fn phone_number_delete(
     (phone_number_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<Outcome<PhoneNumber>, ApiError> {
-    let number = cx
+    Ok(cx
         .service()
         .phone_number_delete(&actor, &phone_number_id)
-        .await?;
-    Ok(deleted("phone number", number))
+        .await?)
 }

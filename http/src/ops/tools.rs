@@ -4,7 +4,6 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{NewTool, Outcome, Tool, ToolSummary, ToolUpdate};
 use voiceplane_core::page::PageParams;
 
-use super::deleted;
 use crate::endpoint::{Counted, Created, Cx, Data, Json, Query};
 use crate::error::ApiError;
 
@@ -47,6 +46,5 @@ pub(crate) async fn tool_delete(
     (tool_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<Outcome<Tool>, ApiError> {
-    let tool = cx.service().tool_delete(&actor, &tool_id).await?;
-    Ok(deleted("tool", tool))
+    Ok(cx.service().tool_delete(&actor, &tool_id).await?)
 }

@@ -28,7 +28,7 @@ fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<
         kb_document_ids: from_json("agents.kb_document_ids", &m.kb_document_ids)?,
         assigned_phone_number_ids: numbers.into_iter().map(|n| n.phone_number_id).collect(),
         agent_id: m.agent_id,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         agent_name: m.agent_name,
         language: m.language,
         stt_provider: m.stt_provider,
@@ -105,7 +105,7 @@ pub(super) async fn remove_reference<C: ConnectionTrait>(
 fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
     Ok(agent::ActiveModel {
         agent_id: Set(a.agent_id.clone()),
-        organization_id: Set(a.client_id.clone()),
+        organization_id: Set(a.organization_id.clone()),
         agent_name: Set(a.agent_name.clone()),
         language: Set(a.language.clone()),
         stt_provider: Set(a.stt_provider.clone()),
@@ -130,7 +130,7 @@ fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
 /// Checks, inside the writing transaction, that every id the agent references exists in its
 /// organization.
 async fn check_references<C: ConnectionTrait>(db: &C, a: &Agent) -> Result<()> {
-    let org = a.client_id.as_str();
+    let org = a.organization_id.as_str();
     require_existing(
         db,
         tool::Entity::find().filter(tool::Column::OrganizationId.eq(org)),
@@ -175,7 +175,7 @@ async fn assign_numbers<C: ConnectionTrait>(db: &C, a: &Agent) -> Result<()> {
             phone_number::Column::UpdatedAt,
             Expr::val(a.updated_at.as_micros()),
         )
-        .filter(phone_number::Column::OrganizationId.eq(&a.client_id))
+        .filter(phone_number::Column::OrganizationId.eq(&a.organization_id))
         .filter(
             phone_number::Column::PhoneNumberId.is_in(a.assigned_phone_number_ids.iter().cloned()),
         )
@@ -230,7 +230,7 @@ async fn get<C: ConnectionTrait>(
 impl AgentRepository for SeaRepository {
     async fn agent_insert(&self, a: &Agent) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &a.client_id).await?;
+        lock_org(&txn, &a.organization_id).await?;
         check_references(&txn, a).await?;
         agent::Entity::insert(agent_row(a)?)
             .exec_without_returning(&txn)
@@ -283,14 +283,14 @@ impl AgentRepository for SeaRepository {
 
     async fn agent_update(&self, a: &Agent) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &a.client_id).await?;
+        lock_org(&txn, &a.organization_id).await?;
         check_references(&txn, a).await?;
         let mut row = agent_row(a)?;
         row.created_at = sea_orm::ActiveValue::NotSet;
         agent::Entity::update_many()
             .set(row)
             .filter(agent::Column::AgentId.eq(&a.agent_id))
-            .filter(agent::Column::OrganizationId.eq(&a.client_id))
+            .filter(agent::Column::OrganizationId.eq(&a.organization_id))
             .exec(&txn)
             .await
             .map_err(db_err)?;

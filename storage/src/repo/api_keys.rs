@@ -21,7 +21,7 @@ fn api_key_from(m: api_key::Model) -> Result<ApiKey> {
         key_id: m.key_id,
         name: m.name,
         prefix: m.prefix,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         user_id: m.user_id,
         created_at: ts(m.created_at),
         last_used_at: ts_opt(m.last_used_at),
@@ -32,7 +32,7 @@ fn api_key_from(m: api_key::Model) -> Result<ApiKey> {
 pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> api_key::ActiveModel {
     api_key::ActiveModel {
         key_id: Set(k.key_id.clone()),
-        organization_id: Set(k.client_id.clone()),
+        organization_id: Set(k.organization_id.clone()),
         user_id: Set(k.user_id.clone()),
         name: Set(k.name.clone()),
         role: Set(k.role.as_str().to_owned()),

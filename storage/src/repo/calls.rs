@@ -23,7 +23,7 @@ fn call_from(m: call::Model) -> Result<Call> {
         from_number: m.from_number,
         agent_id: m.agent_id,
         agent_name: m.agent_name,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         recording_enabled: m.recording_enabled,
         total_cost: m.total_cost,
         duration_seconds: m.duration_seconds,
@@ -48,7 +48,7 @@ fn call_from(m: call::Model) -> Result<Call> {
 fn call_row(c: &Call) -> call::ActiveModel {
     call::ActiveModel {
         call_sid: Set(c.call_sid.clone()),
-        organization_id: Set(c.client_id.clone()),
+        organization_id: Set(c.organization_id.clone()),
         agent_id: Set(c.agent_id.clone()),
         agent_name: Set(c.agent_name.clone()),
         to_number: Set(c.to_number.clone()),
@@ -112,7 +112,7 @@ impl CallRepository for SeaRepository {
             .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
             .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
             .filter(call::Column::CallSid.eq(&c.call_sid))
-            .filter(call::Column::OrganizationId.eq(&c.client_id))
+            .filter(call::Column::OrganizationId.eq(&c.organization_id))
             .exec(&self.db)
             .await
             .map_err(db_err)?;

@@ -19,7 +19,7 @@ fn document_from(m: document::Model) -> Result<Document> {
         processing_status: parse_enum("kb_documents.processing_status", &m.processing_status)?,
         documentation_id: m.documentation_id,
         name: m.name,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         storage_key: m.storage_key,
         storage_uri: m.storage_uri,
         content_type: m.content_type,
@@ -36,7 +36,7 @@ fn document_from(m: document::Model) -> Result<Document> {
 fn document_row(d: &Document, text: Option<&str>) -> document::ActiveModel {
     document::ActiveModel {
         documentation_id: Set(d.documentation_id.clone()),
-        organization_id: Set(d.client_id.clone()),
+        organization_id: Set(d.organization_id.clone()),
         name: Set(d.name.clone()),
         doc_type: Set(enum_str(&d.doc_type)),
         storage_key: Set(d.storage_key.clone()),
@@ -102,7 +102,7 @@ impl DocumentRepository for SeaRepository {
         document::Entity::update_many()
             .set(row)
             .filter(document::Column::DocumentationId.eq(&d.documentation_id))
-            .filter(document::Column::OrganizationId.eq(&d.client_id))
+            .filter(document::Column::OrganizationId.eq(&d.organization_id))
             .exec(&self.db)
             .await
             .map_err(db_err)?;

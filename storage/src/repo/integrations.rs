@@ -19,7 +19,7 @@ fn integration_from(m: integration::Model) -> Result<Integration> {
     Ok(Integration {
         status: parse_enum("integrations.status", &m.status)?,
         integration_id: m.integration_id,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         name: m.name,
         provider: m.provider,
         category: m.category,
@@ -31,7 +31,7 @@ fn integration_from(m: integration::Model) -> Result<Integration> {
 fn integration_row(i: &Integration, sealed: &str) -> integration::ActiveModel {
     integration::ActiveModel {
         integration_id: Set(i.integration_id.clone()),
-        organization_id: Set(i.client_id.clone()),
+        organization_id: Set(i.organization_id.clone()),
         name: Set(i.name.clone()),
         provider: Set(i.provider.clone()),
         category: Set(i.category.clone()),
@@ -111,7 +111,7 @@ impl IntegrationRepository for SeaRepository {
         integration::Entity::update_many()
             .set(row)
             .filter(integration::Column::IntegrationId.eq(&i.integration_id))
-            .filter(integration::Column::OrganizationId.eq(&i.client_id))
+            .filter(integration::Column::OrganizationId.eq(&i.organization_id))
             .exec(&self.db)
             .await
             .map_err(db_err)?;

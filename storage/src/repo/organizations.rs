@@ -28,7 +28,7 @@ fn invitation_from(m: invitation::Model) -> Result<Invitation> {
         status: parse_enum("invitations.status", &m.status)?,
         invite_id: m.invite_id,
         email: m.email,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         invited_by: m.invited_by,
         created_at: ts(m.created_at),
         expires_at: ts(m.expires_at),
@@ -236,7 +236,7 @@ impl OrganizationRepository for SeaRepository {
         // A pending invitation past its expiry no longer blocks a new one.
         invitation::Entity::update_many()
             .col_expr(invitation::Column::Status, Expr::val("expired"))
-            .filter(invitation::Column::OrganizationId.eq(&inv.client_id))
+            .filter(invitation::Column::OrganizationId.eq(&inv.organization_id))
             .filter(invitation::Column::Email.eq(&inv.email))
             .filter(invitation::Column::Status.eq("pending"))
             .filter(invitation::Column::ExpiresAt.lte(now.as_micros()))
@@ -245,7 +245,7 @@ impl OrganizationRepository for SeaRepository {
             .map_err(db_err)?;
         invitation::Entity::insert(invitation::ActiveModel {
             invite_id: Set(inv.invite_id.clone()),
-            organization_id: Set(inv.client_id.clone()),
+            organization_id: Set(inv.organization_id.clone()),
             email: Set(inv.email.clone()),
             role: Set(inv.role.as_str().to_owned()),
             invited_by: Set(inv.invited_by.clone()),
@@ -309,7 +309,7 @@ impl OrganizationRepository for SeaRepository {
     }
 
     async fn invitation_accept(&self, a: &AcceptRecords, now: Timestamp) -> Result<Member> {
-        let org = a.invitation.client_id.as_str();
+        let org = a.invitation.organization_id.as_str();
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, org).await?;
         // Only one acceptance can move the invitation out of `pending`.

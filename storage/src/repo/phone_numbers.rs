@@ -19,7 +19,7 @@ pub(super) fn phone_number_from(m: phone_number::Model) -> Result<PhoneNumber> {
         status: parse_enum("phone_numbers.status", &m.status)?,
         phone_number_id: m.phone_number_id,
         phone_number: m.phone_number,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         provider: m.provider,
         supports_inbound: m.supports_inbound,
         supports_outbound: m.supports_outbound,
@@ -33,7 +33,7 @@ pub(super) fn phone_number_from(m: phone_number::Model) -> Result<PhoneNumber> {
 fn phone_number_row(n: &PhoneNumber) -> phone_number::ActiveModel {
     phone_number::ActiveModel {
         phone_number_id: Set(n.phone_number_id.clone()),
-        organization_id: Set(n.client_id.clone()),
+        organization_id: Set(n.organization_id.clone()),
         phone_number: Set(n.phone_number.clone()),
         provider: Set(n.provider.clone()),
         status: Set(enum_str(&n.status)),
@@ -49,7 +49,7 @@ fn phone_number_row(n: &PhoneNumber) -> phone_number::ActiveModel {
 /// Checks, under the organization lock, that the agent and integration a number points at
 /// exist in its organization.
 async fn check_references<C: ConnectionTrait>(db: &C, n: &PhoneNumber) -> Result<()> {
-    let org = n.client_id.as_str();
+    let org = n.organization_id.as_str();
     if let Some(agent_id) = &n.assigned_agent_id {
         require_existing(
             db,
@@ -93,7 +93,7 @@ fn write_err(e: sea_orm::DbErr, n: &PhoneNumber) -> Error {
 impl PhoneNumberRepository for SeaRepository {
     async fn phone_number_insert(&self, n: &PhoneNumber) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &n.client_id).await?;
+        lock_org(&txn, &n.organization_id).await?;
         check_references(&txn, n).await?;
         phone_number::Entity::insert(phone_number_row(n))
             .exec_without_returning(&txn)
@@ -138,14 +138,14 @@ impl PhoneNumberRepository for SeaRepository {
 
     async fn phone_number_update(&self, n: &PhoneNumber) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &n.client_id).await?;
+        lock_org(&txn, &n.organization_id).await?;
         check_references(&txn, n).await?;
         let mut row = phone_number_row(n);
         row.created_at = sea_orm::ActiveValue::NotSet;
         phone_number::Entity::update_many()
             .set(row)
             .filter(phone_number::Column::PhoneNumberId.eq(&n.phone_number_id))
-            .filter(phone_number::Column::OrganizationId.eq(&n.client_id))
+            .filter(phone_number::Column::OrganizationId.eq(&n.organization_id))
             .exec(&txn)
             .await
             .map_err(|e| write_err(e, n))?;

@@ -17,7 +17,7 @@ fn tool_from(m: tool::Model) -> Result<Tool> {
         headers: from_json("tools.headers", &m.headers)?,
         parameters: from_json("tools.parameters", &m.parameters)?,
         tool_id: m.tool_id,
-        client_id: m.organization_id,
+        organization_id: m.organization_id,
         tool_name: m.tool_name,
         tool_description: m.tool_description,
         http_method: m.http_method,
@@ -31,7 +31,7 @@ fn tool_from(m: tool::Model) -> Result<Tool> {
 fn tool_row(t: &Tool) -> Result<tool::ActiveModel> {
     Ok(tool::ActiveModel {
         tool_id: Set(t.tool_id.clone()),
-        organization_id: Set(t.client_id.clone()),
+        organization_id: Set(t.organization_id.clone()),
         tool_name: Set(t.tool_name.clone()),
         tool_description: Set(t.tool_description.clone()),
         http_method: Set(t.http_method.clone()),
@@ -91,7 +91,7 @@ impl ToolRepository for SeaRepository {
         tool::Entity::update_many()
             .set(tool_row(t)?)
             .filter(tool::Column::ToolId.eq(&t.tool_id))
-            .filter(tool::Column::OrganizationId.eq(&t.client_id))
+            .filter(tool::Column::OrganizationId.eq(&t.organization_id))
             .exec(&self.db)
             .await
             .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
