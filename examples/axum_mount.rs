@@ -14,8 +14,8 @@
 //! `cargo run -p voiceplane -- bootstrap --org-name Acme --admin-email you@example.com`
 //! against the same database.
 //!
-//! [`app`] builds the whole router; `tests/mount.rs` includes this file and calls it, so the
-//! router the test exercises is this one.
+//! [`app`] builds the whole router; the suite's `mount` module includes this file and calls
+//! it, so the router the test exercises is this one.
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //!
 //! Each line of the `routes!` invocation below gives a route's summary (its doc comment), its
 //! method, its path template (segments in braces capture a path parameter), the [`Route`]
-//! variant it resolves to, its handler in [`crate::ops`] and, in brackets, the error statuses
+//! variant it resolves to, its handler in `src/ops/` and, in brackets, the error statuses
 //! that neither its credentials, nor its parameters, nor its body imply. The handler's name
 //! is the operation's id: the `Service` method it calls (`<resource>_<verb>`), the
 //! operationId of the OpenAPI document and the `operation` field of the request span; its

@@ -7,7 +7,7 @@
 //!   which is the `Service` method it calls), the summary, the tag and the error statuses the
 //!   rest does not imply.
 //! - **What an operation takes and answers** comes from its handler's types
-//!   ([`crate::endpoint`]): the credentials it extracts, the struct its query string is read
+//!   (`src/endpoint.rs`): the credentials it extracts, the struct its query string is read
 //!   into (whose fields become the query parameters), its body type and its answer type
 //!   (`Data<Agent>`, `Page<Call>`, `Outcome<Tool>`, …). A handler cannot read or answer
 //!   anything the document does not say.
