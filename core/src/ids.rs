@@ -38,6 +38,21 @@ pub enum IdKind {
 }
 
 impl IdKind {
+    /// Every kind of id.
+    pub const ALL: [Self; 11] = [
+        Self::Organization,
+        Self::User,
+        Self::Membership,
+        Self::ApiKey,
+        Self::Call,
+        Self::Tool,
+        Self::Document,
+        Self::Agent,
+        Self::Integration,
+        Self::PhoneNumber,
+        Self::Invitation,
+    ];
+
     /// The prefix including its underscore.
     pub const fn prefix(self) -> &'static str {
         match self {
@@ -184,19 +199,7 @@ mod tests {
     #[test]
     fn generated_ids_have_the_pinned_formats() {
         let ids = RandomIds;
-        for kind in [
-            IdKind::Organization,
-            IdKind::User,
-            IdKind::Membership,
-            IdKind::ApiKey,
-            IdKind::Call,
-            IdKind::Tool,
-            IdKind::Document,
-            IdKind::Agent,
-            IdKind::Integration,
-            IdKind::PhoneNumber,
-            IdKind::Invitation,
-        ] {
+        for kind in IdKind::ALL {
             let id = ids.generate(kind);
             assert!(kind.matches(&id), "{id} should match {kind:?}");
         }

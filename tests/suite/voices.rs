@@ -7,7 +7,8 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_suite::{
-    ApiCaller, TestContext, TestServer, db_tests, fields, keys, voice_providers,
+    ApiCaller, TestContext, TestServer, db_tests, fields, keys, mount_voice_catalogue,
+    voice_providers,
 };
 use wiremock::matchers::{any, body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -72,31 +73,7 @@ async fn upstream_requests(upstream: &MockServer) -> Vec<wiremock::Request> {
 
 async fn search_on_both_providers(ctx: &TestContext) {
     let upstream = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v2/voices"))
-        .and(header("xi-api-key", KEY_TWO))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "voices": [{"voice_id": "el-1", "name": "Rachel", "description": "calm",
-                        "labels": {"gender": "female", "language": "en"},
-                        "preview_url": "https://cdn.example/el-1.mp3"}],
-            "has_more": true, "next_page_token": "page-2"
-        })))
-        .mount(&upstream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/voices"))
-        .and(header(
-            "authorization",
-            format!("Bearer {KEY_ONE}").as_str(),
-        ))
-        .and(header("cartesia-version", "2024-06-10"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "data": [{"id": "ca-1", "name": "Narrator", "gender": "masculine", "language": "en",
-                      "preview_file_url": "https://files.example/ca-1.wav"}],
-            "has_more": false
-        })))
-        .mount(&upstream)
-        .await;
+    mount_voice_catalogue(&upstream, (KEY_ONE, KEY_TWO)).await;
     let (server, caller) = setup(ctx, &upstream, true).await;
 
     let (status, v) = caller

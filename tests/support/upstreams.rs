@@ -11,7 +11,7 @@ use voiceplane_clients::{
     ProviderTwo, ProviderTwoSettings, TelephonySettings,
 };
 use voiceplane_core::voice::VoiceProviders;
-use wiremock::matchers::{basic_auth, method, path, query_param};
+use wiremock::matchers::{basic_auth, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// Both voice providers at `base` (one fake server answers both: their paths differ), with
@@ -71,18 +71,30 @@ pub async fn mount_twilio_account(upstream: &MockServer, sid: &str, token: &str)
         .await;
 }
 
-/// Every voice operation on `upstream`: provider_one's search (failing with a 500 for the
-/// query `fail`), provider_two's search, its shared library, and adding `own-1/sh-1` from it.
-pub async fn mount_voice_catalogue(upstream: &MockServer) {
-    Mock::given(method("GET"))
-        .and(path("/voices"))
+/// Every voice operation on `upstream`, answering only requests that carry the API keys
+/// `(provider_one, provider_two)` as each provider's contract says: provider_one's search
+/// (failing with a 500 for the query `fail`), provider_two's search, its shared library, and
+/// adding `own-1/sh-1` from it.
+pub async fn mount_voice_catalogue(upstream: &MockServer, (key_one, key_two): (&str, &str)) {
+    let bearer = format!("Bearer {key_one}");
+    let one = || {
+        Mock::given(method("GET"))
+            .and(path("/voices"))
+            .and(header("authorization", bearer.as_str()))
+            .and(header("cartesia-version", "2024-06-10"))
+    };
+    let two = |verb: &str, at: &str| {
+        Mock::given(method(verb))
+            .and(path(at))
+            .and(header("xi-api-key", key_two))
+    };
+    one()
         .and(query_param("q", "fail"))
         .respond_with(ResponseTemplate::new(500).set_body_string("upstream broke"))
         .with_priority(1)
         .mount(upstream)
         .await;
-    Mock::given(method("GET"))
-        .and(path("/voices"))
+    one()
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "data": [{"id": "ca-1", "name": "Narrator", "gender": "masculine", "language": "en",
                       "preview_file_url": "https://files.example/ca-1.wav"}],
@@ -90,8 +102,7 @@ pub async fn mount_voice_catalogue(upstream: &MockServer) {
         })))
         .mount(upstream)
         .await;
-    Mock::given(method("GET"))
-        .and(path("/v2/voices"))
+    two("GET", "/v2/voices")
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "voices": [{"voice_id": "el-1", "name": "Rachel", "description": "calm",
                         "labels": {"gender": "female", "language": "en"},
@@ -100,8 +111,7 @@ pub async fn mount_voice_catalogue(upstream: &MockServer) {
         })))
         .mount(upstream)
         .await;
-    Mock::given(method("GET"))
-        .and(path("/v1/shared-voices"))
+    two("GET", "/v1/shared-voices")
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "voices": [{"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep",
                         "preview_url": "https://cdn.example/sh-1.mp3", "accent": "british"}],
@@ -109,8 +119,7 @@ pub async fn mount_voice_catalogue(upstream: &MockServer) {
         })))
         .mount(upstream)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/voices/add/own-1/sh-1"))
+    two("POST", "/v1/voices/add/own-1/sh-1")
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"voice_id": "acct-7"})))
         .mount(upstream)
         .await;

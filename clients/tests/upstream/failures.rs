@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use voiceplane_core::Error;
-use voiceplane_core::voice::{LibraryAdd, LibraryQuery, VoiceLibrary, VoiceProvider, VoiceSearch};
+use voiceplane_core::voice::{LibraryAdd, VoiceLibrary, VoiceProvider, VoiceSearch};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::{UPSTREAM_BODY, assert_safe, provider_one, provider_two, refused_url};
+use crate::{UPSTREAM_BODY, assert_safe, library_query, provider_one, provider_two, refused_url};
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -38,21 +38,7 @@ impl Op {
         match self {
             Op::OneSearch => provider_one(base).search(&search).await.map(drop),
             Op::TwoSearch => provider_two(base).search(&search).await.map(drop),
-            Op::TwoList => provider_two(base)
-                .list(&LibraryQuery {
-                    query: None,
-                    language: None,
-                    gender: None,
-                    age: None,
-                    accent: None,
-                    category: None,
-                    use_cases: vec![],
-                    sort: "trending".into(),
-                    page: 0,
-                    page_size: 10,
-                })
-                .await
-                .map(drop),
+            Op::TwoList => provider_two(base).list(&library_query()).await.map(drop),
             Op::TwoAdd => provider_two(base)
                 .add(&LibraryAdd {
                     public_owner_id: "owner".into(),

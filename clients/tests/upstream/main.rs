@@ -16,6 +16,7 @@ use voiceplane_clients::{
     HttpClient, HttpSettings, ProviderOne, ProviderOneSettings, ProviderTwo, ProviderTwoSettings,
 };
 use voiceplane_core::Error;
+use voiceplane_core::voice::LibraryQuery;
 use wiremock::MockServer;
 
 /// provider_one's key in these tests.
@@ -48,6 +49,22 @@ pub fn provider_one(base: &str) -> ProviderOne {
         },
     )
     .unwrap()
+}
+
+/// The first page of the shared library with no filter, as the service asks for it.
+pub fn library_query() -> LibraryQuery {
+    LibraryQuery {
+        query: None,
+        language: None,
+        gender: None,
+        age: None,
+        accent: None,
+        category: None,
+        use_cases: Vec::new(),
+        sort: "trending".into(),
+        page: 0,
+        page_size: 30,
+    }
 }
 
 /// provider_two at `base` with [`KEY_TWO`].

@@ -10,22 +10,7 @@ use voiceplane_core::voice::{
 use wiremock::matchers::{body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::{KEY_TWO, http, only_request, provider_two};
-
-fn library_query() -> LibraryQuery {
-    LibraryQuery {
-        query: None,
-        language: None,
-        gender: None,
-        age: None,
-        accent: None,
-        category: None,
-        use_cases: Vec::new(),
-        sort: "trending".into(),
-        page: 0,
-        page_size: 30,
-    }
-}
+use crate::{KEY_TWO, http, library_query, only_request, provider_two};
 
 #[tokio::test]
 async fn search_sends_the_contract_and_maps_voices() {

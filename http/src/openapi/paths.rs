@@ -77,24 +77,9 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
     ),
 ];
 
-/// Every kind of id, to describe path parameters named after their field.
-const ID_KINDS: &[IdKind] = &[
-    IdKind::Organization,
-    IdKind::User,
-    IdKind::Membership,
-    IdKind::ApiKey,
-    IdKind::Call,
-    IdKind::Tool,
-    IdKind::Document,
-    IdKind::Agent,
-    IdKind::Integration,
-    IdKind::PhoneNumber,
-    IdKind::Invitation,
-];
-
 /// The path parameter `{name}`: an id of the kind whose field it is, or a plain string.
 fn path_param(name: &str) -> Value {
-    let (description, schema) = match ID_KINDS.iter().find(|k| k.field() == name) {
+    let (description, schema) = match IdKind::ALL.iter().find(|k| k.field() == name) {
         Some(kind) => (
             format!("An id starting with `{}`.", kind.prefix()),
             json!({"type": "string", "pattern": format!("^{}", kind.prefix())}),

@@ -184,11 +184,14 @@ pub(super) fn recording_agent(name: &str) -> Value {
     merged(agent_body(name), json!({"recording_enabled": true}))
 }
 
+/// The API keys of the voice providers the scenario configures.
+pub(super) const VOICE_KEYS: (&str, &str) = ("p1-key", "p2-key");
+
 /// Fake upstreams on one server: twilio's account probe, both voice providers.
 pub(super) async fn fake_upstreams() -> MockServer {
     let upstream = MockServer::start().await;
     mount_twilio_account(&upstream, TWILIO_SID, TWILIO_TOKEN).await;
-    mount_voice_catalogue(&upstream).await;
+    mount_voice_catalogue(&upstream, VOICE_KEYS).await;
     upstream
 }
 

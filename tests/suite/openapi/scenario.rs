@@ -22,7 +22,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     let blobs = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
     let server = TestServer::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, base| {
         s.with_telephony(telephony(&upstream_url))
-            .with_voice_providers(voice_providers(&upstream_url, Some(("p1-key", "p2-key"))))
+            .with_voice_providers(voice_providers(&upstream_url, Some(VOICE_KEYS)))
             .with_blobs(blobs)
             .with_recording_urls(base, UrlSigner::new(b"openapi-test-signing-key-0123456789"))
     })
