@@ -9,7 +9,7 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Call, RecordingLink};
 use voiceplane_core::service::SignedRead;
 
-use crate::endpoint::{Cx, Data};
+use crate::endpoint::{Cx, Data, Query};
 use crate::error::ApiError;
 use crate::recordings::{Attachment, AudioUpload, RangeHeader, RangeRead, binary};
 
@@ -67,10 +67,7 @@ pub(crate) struct SignedUrl {
 pub(crate) async fn recording_signed_read(
     cx: Cx,
     (organization_id, file): (String, String),
-    (crate::endpoint::Query(url), RangeHeader(range)): (
-        crate::endpoint::Query<SignedUrl>,
-        RangeHeader,
-    ),
+    (Query(url), RangeHeader(range)): (Query<SignedUrl>, RangeHeader),
 ) -> Result<RangeRead, ApiError> {
     let read = cx
         .service()
