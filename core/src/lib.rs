@@ -31,6 +31,7 @@ pub mod blob;
 pub mod crypto;
 pub mod error;
 pub mod ids;
+pub mod jobs;
 pub mod model;
 pub mod page;
 pub mod repo;

@@ -329,6 +329,7 @@ pub trait Repository:
     + AgentRepository
     + PhoneNumberRepository
     + IntegrationRepository
+    + crate::jobs::JobRepository
     + Send
     + Sync
     + 'static
@@ -345,6 +346,7 @@ impl<T> Repository for T where
         + AgentRepository
         + PhoneNumberRepository
         + IntegrationRepository
+        + crate::jobs::JobRepository
         + Send
         + Sync
         + 'static

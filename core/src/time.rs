@@ -31,6 +31,19 @@ impl Timestamp {
         Self(self.0.saturating_add(seconds.saturating_mul(1_000_000)))
     }
 
+    /// This timestamp moved forward by `d`.
+    pub fn plus(self, d: std::time::Duration) -> Self {
+        Self(
+            self.0
+                .saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
+        )
+    }
+
+    /// How long after `earlier` this is; zero when it is not after it.
+    pub fn saturating_since(self, earlier: Timestamp) -> std::time::Duration {
+        std::time::Duration::from_micros(u64::try_from(self.0 - earlier.0).unwrap_or(0))
+    }
+
     /// Seconds from `self` to `later`, fractional.
     pub fn seconds_until(self, later: Timestamp) -> f64 {
         (later.0 - self.0) as f64 / 1_000_000.0

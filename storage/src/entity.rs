@@ -322,3 +322,32 @@ pub mod invitation {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+/// `jobs`: durable jobs (see `voiceplane_core::jobs`).
+pub mod job {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "jobs")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub job_id: String,
+        pub kind: String,
+        pub payload: String,
+        pub status: String,
+        pub attempts: i32,
+        pub max_attempts: i32,
+        pub run_at: i64,
+        pub locked_by: Option<String>,
+        pub locked_until: Option<i64>,
+        pub last_error: Option<String>,
+        pub unique_key: Option<String>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

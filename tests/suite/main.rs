@@ -25,6 +25,7 @@ mod auth;
 mod concurrency;
 mod envelopes;
 mod health;
+mod jobs;
 mod mount;
 mod openapi;
 mod pagination;

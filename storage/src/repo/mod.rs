@@ -18,6 +18,7 @@ mod api_keys;
 mod calls;
 mod documents;
 mod integrations;
+pub(crate) mod jobs;
 mod organizations;
 mod phone_numbers;
 mod tools;

@@ -1,0 +1,389 @@
+//! Durable jobs: work that happens after the request that causes it (webhook deliveries,
+//! retention sweeps, document processing), stored as rows so that nothing is lost when a
+//! process dies.
+//!
+//! A job is written by the repository, in the same transaction as the change that causes it,
+//! or with [`JobRepository::job_enqueue`]. A [`JobRunner`] in every instance claims due jobs:
+//! the claim is one atomic statement that marks them `running` under a lease
+//! (`FOR UPDATE SKIP LOCKED` on Postgres, so that two instances never claim the same job), runs
+//! each with a time limit, and then deletes it (done), puts it back with a later `run_at`
+//! (retry with exponential backoff and jitter), or marks it `failed` (out of attempts, or a
+//! failure that no retry can fix). A job whose runner died is claimed again once its lease
+//! has expired; every claim counts as an attempt, so a job that kills its runner every time
+//! still ends `failed`. On shutdown, jobs still running after the grace period are handed back
+//! without counting the attempt.
+//!
+//! An idle runner does not poll the database in a loop: it sleeps until the next job is due,
+//! until a [`JobWaker`] tells it that a job was enqueued in this process, or at most
+//! [`RunnerConfig::idle_check`] (which bounds how late a job enqueued by another instance
+//! starts).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::time::{Clock, Timestamp};
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// `job_` + hex.
+    pub job_id: String,
+    /// What to run: the name a [`JobHandler`] is registered under, e.g. `events.sweep`.
+    pub kind: String,
+    /// The handler's input, JSON.
+    pub payload: serde_json::Value,
+    /// Claims so far, this one included.
+    pub attempts: u32,
+    /// Attempts after which a failing job is `failed` instead of retried.
+    pub max_attempts: u32,
+    /// When it is due.
+    pub run_at: Timestamp,
+}
+
+/// A job to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// `job_` + hex.
+    pub job_id: String,
+    /// The handler's name.
+    pub kind: String,
+    /// The handler's input.
+    pub payload: serde_json::Value,
+    /// When it is due.
+    pub run_at: Timestamp,
+    /// Attempts after which a failing job is `failed`.
+    pub max_attempts: u32,
+    /// At most one queued or running job has this key (a recurring sweep, say): enqueueing
+    /// another is a no-op while it exists.
+    pub unique_key: Option<String>,
+}
+
+/// Where a job stands, for inspection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Waiting for `run_at`.
+    Queued,
+    /// Claimed by a runner until its lease ends.
+    Running,
+    /// Out of attempts, or failed for good; kept for inspection.
+    Failed,
+}
+
+/// A stored job with its state, for inspection and tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobState {
+    /// The job.
+    pub job: Job,
+    /// Where it stands.
+    pub status: JobStatus,
+    /// The last failure's sentence.
+    pub last_error: Option<String>,
+}
+
+/// The database side of jobs.
+#[async_trait]
+pub trait JobRepository: Send + Sync {
+    /// Writes a job, unless one with the same `unique_key` is queued or running; returns
+    /// whether it was written.
+    async fn job_enqueue(&self, job: &NewJob) -> Result<bool>;
+    /// Atomically claims up to `limit` jobs of `kinds` due at `now` (queued with
+    /// `run_at <= now`, or running with a lease that ended before `now`) for `worker` until
+    /// `lease_until`, counting an attempt for each. Two callers never get the same job.
+    async fn job_claim(
+        &self,
+        worker: &str,
+        kinds: &[String],
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<Job>>;
+    /// Deletes a job `worker` holds: it is done.
+    async fn job_complete(&self, job_id: &str, worker: &str) -> Result<()>;
+    /// Puts a job `worker` holds back in the queue, due at `run_at`, with the failure's
+    /// sentence.
+    async fn job_retry(
+        &self,
+        job_id: &str,
+        worker: &str,
+        run_at: Timestamp,
+        error: &str,
+    ) -> Result<()>;
+    /// Marks a job `worker` holds as failed for good.
+    async fn job_fail(&self, job_id: &str, worker: &str, error: &str) -> Result<()>;
+    /// Hands back a job `worker` holds without counting the attempt (shutdown).
+    async fn job_release(&self, job_id: &str, worker: &str) -> Result<()>;
+    /// When the next queued job is due, or the next lease ends.
+    async fn job_next_due(&self) -> Result<Option<Timestamp>>;
+    /// A job and its state.
+    async fn job_get(&self, job_id: &str) -> Result<Option<JobState>>;
+}
+
+/// Why a job did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobError {
+    /// Worth another attempt (an upstream that did not answer, say).
+    Retry(String),
+    /// No retry can fix it (the payload names something that is gone).
+    Fail(String),
+}
+
+impl From<Error> for JobError {
+    /// Unavailable backends and upstreams are transient; everything else is not.
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Unavailable(_) | Error::Upstream(_) | Error::Internal(_) => {
+                Self::Retry(e.to_string())
+            }
+            other => Self::Fail(other.to_string()),
+        }
+    }
+}
+
+/// Runs one kind of job.
+#[async_trait]
+pub trait JobHandler: Send + Sync {
+    /// Runs `job`; called at least once per job, so it must tolerate running twice.
+    async fn run(&self, job: &Job) -> std::result::Result<(), JobError>;
+}
+
+/// Wakes the runners of this process when a job is enqueued, so that an idle runner starts it
+/// at once instead of at its next check.
+#[derive(Debug, Clone, Default)]
+pub struct JobWaker(Arc<Notify>);
+
+impl JobWaker {
+    /// Wakes one idle runner (or the next to go idle).
+    pub fn wake(&self) {
+        self.0.notify_one();
+    }
+
+    async fn woken(&self) {
+        self.0.notified().await;
+    }
+}
+
+/// Settings of a [`JobRunner`].
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// This runner's name in the lease, unique among running instances.
+    pub worker: String,
+    /// How long a claim holds a job; a runner that dies releases it after this.
+    pub lease: Duration,
+    /// How long one run may take; longer is a failed attempt (retried).
+    pub timeout: Duration,
+    /// Jobs run at once.
+    pub concurrency: u32,
+    /// Delay before the first retry; doubled at each attempt.
+    pub backoff_base: Duration,
+    /// Longest delay between attempts.
+    pub backoff_max: Duration,
+    /// Longest sleep while idle (bounds the start of jobs enqueued by other instances).
+    pub idle_check: Duration,
+    /// How long running jobs may finish after shutdown is asked before they are handed back.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            worker: format!("runner-{:08x}", rand::random::<u32>()),
+            lease: Duration::from_secs(60),
+            timeout: Duration::from_secs(30),
+            concurrency: 4,
+            backoff_base: Duration::from_secs(5),
+            backoff_max: Duration::from_secs(3600),
+            idle_check: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Claims and runs due jobs until shut down.
+pub struct JobRunner {
+    repo: Arc<dyn JobRepository>,
+    clock: Arc<dyn Clock>,
+    handlers: HashMap<String, Arc<dyn JobHandler>>,
+    waker: JobWaker,
+    config: RunnerConfig,
+}
+
+impl JobRunner {
+    /// A runner over `repo` with no handlers yet; `waker` is the one the enqueuing side holds.
+    pub fn new(
+        repo: Arc<dyn JobRepository>,
+        clock: Arc<dyn Clock>,
+        waker: JobWaker,
+        config: RunnerConfig,
+    ) -> Self {
+        Self {
+            repo,
+            clock,
+            handlers: HashMap::new(),
+            waker,
+            config,
+        }
+    }
+
+    /// Runs jobs of `kind` with `handler`.
+    pub fn with_handler(mut self, kind: &str, handler: Arc<dyn JobHandler>) -> Self {
+        self.handlers.insert(kind.to_owned(), handler);
+        self
+    }
+
+    /// The delay before the attempt after `attempts` failed ones: `backoff_base · 2^(n-1)`,
+    /// capped at `backoff_max`, minus up to a quarter at random so that jobs that failed
+    /// together do not retry together.
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        let exp = attempts.saturating_sub(1).min(30);
+        let full = self
+            .config
+            .backoff_base
+            .saturating_mul(1u32 << exp)
+            .min(self.config.backoff_max);
+        let jitter = rand::random::<f64>() * 0.25;
+        full.mul_f64(1.0 - jitter)
+    }
+
+    /// Claims and runs jobs until `shutdown` resolves; then lets running jobs finish for
+    /// [`RunnerConfig::shutdown_grace`] and hands back the rest.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        let this = Arc::new(self);
+        let mut running: JoinSet<()> = JoinSet::new();
+        let held: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        tokio::pin!(shutdown);
+        loop {
+            while running.try_join_next().is_some() {}
+            let free = this.config.concurrency.saturating_sub(running.len() as u32);
+            let claimed = if free == 0 {
+                Vec::new()
+            } else {
+                this.claim(free).await
+            };
+            let idle = claimed.is_empty();
+            for job in claimed {
+                Self::track(&held, &job.job_id, true);
+                let this = this.clone();
+                let held = held.clone();
+                running.spawn(async move {
+                    let id = job.job_id.clone();
+                    this.execute(job).await;
+                    Self::track(&held, &id, false);
+                });
+            }
+            if !idle && free > 0 {
+                continue;
+            }
+            let wait = if free == 0 {
+                this.config.idle_check
+            } else {
+                this.until_next_due().await
+            };
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = this.waker.woken() => {}
+                () = tokio::time::sleep(wait) => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+            }
+        }
+        let grace = tokio::time::sleep(this.config.shutdown_grace);
+        tokio::pin!(grace);
+        while !running.is_empty() {
+            tokio::select! {
+                _ = running.join_next() => {}
+                () = &mut grace => break,
+            }
+        }
+        running.abort_all();
+        while running.join_next().await.is_some() {}
+        let unfinished = std::mem::take(&mut *held.lock().unwrap_or_else(|p| p.into_inner()));
+        for job_id in unfinished {
+            if let Err(e) = this.repo.job_release(&job_id, &this.config.worker).await {
+                tracing::warn!(%job_id, error = %e, "could not hand back a job; its lease will");
+            }
+        }
+    }
+
+    fn track(held: &std::sync::Mutex<Vec<String>>, job_id: &str, add: bool) {
+        let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+        if add {
+            held.push(job_id.to_owned());
+        } else {
+            held.retain(|id| id != job_id);
+        }
+    }
+
+    async fn claim(&self, limit: u32) -> Vec<Job> {
+        let now = self.clock.now();
+        let lease_until = now.plus(self.config.lease);
+        // Only kinds this runner knows: an instance of another version leaves the rest alone.
+        let kinds: Vec<String> = self.handlers.keys().cloned().collect();
+        match self
+            .repo
+            .job_claim(&self.config.worker, &kinds, now, lease_until, limit)
+            .await
+        {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not claim jobs");
+                Vec::new()
+            }
+        }
+    }
+
+    /// How long to sleep while idle: until the next due job, at most `idle_check`.
+    async fn until_next_due(&self) -> Duration {
+        let cap = self.config.idle_check;
+        match self.repo.job_next_due().await {
+            Ok(Some(due)) => due.saturating_since(self.clock.now()).min(cap),
+            Ok(None) => cap,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the next due job");
+                cap
+            }
+        }
+    }
+
+    /// Runs one claimed job and records how it ended.
+    async fn execute(&self, job: Job) {
+        let worker = &self.config.worker;
+        let outcome = match self.handlers.get(&job.kind) {
+            None => Err(JobError::Retry(format!(
+                "no handler for jobs of kind {}",
+                job.kind
+            ))),
+            Some(handler) => {
+                match tokio::time::timeout(self.config.timeout, handler.run(&job)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(JobError::Retry(format!(
+                        "timed out after {} s",
+                        self.config.timeout.as_secs_f64()
+                    ))),
+                }
+            }
+        };
+        let recorded = match outcome {
+            Ok(()) => self.repo.job_complete(&job.job_id, worker).await,
+            Err(JobError::Retry(reason)) if job.attempts < job.max_attempts => {
+                let run_at = self.clock.now().plus(self.backoff(job.attempts));
+                tracing::info!(job_id = %job.job_id, kind = %job.kind, attempts = job.attempts, %reason, "job failed; retrying");
+                self.repo
+                    .job_retry(&job.job_id, worker, run_at, &reason)
+                    .await
+            }
+            Err(JobError::Retry(reason) | JobError::Fail(reason)) => {
+                tracing::warn!(job_id = %job.job_id, kind = %job.kind, attempts = job.attempts, %reason, "job failed for good");
+                self.repo.job_fail(&job.job_id, worker, &reason).await
+            }
+        };
+        if let Err(e) = recorded {
+            // The lease runs out and the job is claimed again: at least once, never lost.
+            tracing::warn!(job_id = %job.job_id, error = %e, "could not record a job's end");
+        }
+    }
+}

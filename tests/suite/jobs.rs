@@ -1,0 +1,305 @@
+//! The durable job runner on the real repository: a job runs and is gone, failures are
+//! retried with backoff until they succeed or run out of attempts, a hung run times out, a dead
+//! runner's job is claimed again once its lease ends, concurrent runners never run a job twice,
+//! and shutdown hands back what is still running.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use voiceplane_core::jobs::{
+    Job, JobError, JobHandler, JobRepository, JobRunner, JobStatus, JobWaker, NewJob, RunnerConfig,
+};
+use voiceplane_core::time::Timestamp;
+use voiceplane_suite::{TestContext, db_tests};
+
+/// Polls `done` until it holds, for at most 20 s.
+async fn eventually<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn new_job(id: &str, max_attempts: u32) -> NewJob {
+    NewJob {
+        job_id: format!("job_{id}"),
+        kind: "test".into(),
+        payload: json!({"n": id}),
+        run_at: Timestamp::from_micros(0),
+        max_attempts,
+        unique_key: None,
+    }
+}
+
+/// What the test handler does on each attempt, in order; `Ok` once they run out.
+#[derive(Default)]
+struct Script {
+    outcomes: Mutex<Vec<Option<Result<(), JobError>>>>,
+    seen: Mutex<Vec<(String, u32)>>,
+}
+
+#[async_trait]
+impl JobHandler for Script {
+    async fn run(&self, job: &Job) -> Result<(), JobError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((job.job_id.clone(), job.attempts));
+        let next = {
+            let mut outcomes = self.outcomes.lock().unwrap();
+            if outcomes.is_empty() {
+                Some(Ok(()))
+            } else {
+                outcomes.remove(0)
+            }
+        };
+        match next {
+            Some(outcome) => outcome,
+            // `None` hangs: the runner's timeout or shutdown has to end it.
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Script {
+    fn with(outcomes: Vec<Option<Result<(), JobError>>>) -> Arc<Self> {
+        Arc::new(Self {
+            outcomes: Mutex::new(outcomes),
+            seen: Mutex::default(),
+        })
+    }
+
+    fn seen(&self) -> Vec<(String, u32)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn config(worker: &str) -> RunnerConfig {
+    RunnerConfig {
+        worker: worker.into(),
+        lease: Duration::from_secs(60),
+        timeout: Duration::from_secs(10),
+        concurrency: 4,
+        backoff_base: Duration::from_micros(1),
+        backoff_max: Duration::from_millis(1),
+        idle_check: Duration::from_millis(200),
+        shutdown_grace: Duration::from_secs(5),
+    }
+}
+
+/// A runner for `script` on the context's repository, started; stop it with the sender.
+fn start(
+    ctx: &TestContext,
+    script: Arc<Script>,
+    config: RunnerConfig,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+    JobWaker,
+) {
+    let waker = JobWaker::default();
+    let runner = JobRunner::new(
+        Arc::new(ctx.repo.clone()),
+        ctx.clock.clone(),
+        waker.clone(),
+        config,
+    )
+    .with_handler("test", script);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
+    (stop, task, waker)
+}
+
+async fn status(ctx: &TestContext, id: &str) -> Option<JobStatus> {
+    ctx.repo.job_get(id).await.unwrap().map(|s| s.status)
+}
+
+async fn a_job_runs_once_and_is_gone(ctx: &TestContext) {
+    let mut job = new_job("a", 3);
+    job.unique_key = Some("sweep".into());
+    assert!(ctx.repo.job_enqueue(&job).await.unwrap());
+    // The same key again is not a second job.
+    let mut again = new_job("b", 3);
+    again.unique_key = Some("sweep".into());
+    assert!(!ctx.repo.job_enqueue(&again).await.unwrap());
+
+    let script = Script::with(vec![]);
+    let (stop, task, waker) = start(ctx, script.clone(), config("w1"));
+    waker.wake();
+    eventually("the job is gone", || async {
+        status(ctx, "job_a").await.is_none()
+    })
+    .await;
+    assert_eq!(script.seen(), vec![("job_a".to_owned(), 1)]);
+    assert_eq!(status(ctx, "job_b").await, None);
+    // The key is free once the job is done.
+    assert!(ctx.repo.job_enqueue(&again).await.unwrap());
+    eventually("the second job is gone", || async {
+        status(ctx, "job_b").await.is_none()
+    })
+    .await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+async fn failures_are_retried_until_success_or_out_of_attempts(ctx: &TestContext) {
+    let retry = || Some(Err(JobError::Retry("upstream down".into())));
+    // Job r: fails twice, then succeeds. Job f: fails three times out of three.
+    ctx.repo.job_enqueue(&new_job("r", 5)).await.unwrap();
+    let script = Script::with(vec![retry(), retry()]);
+    let (stop, task, _) = start(ctx, script.clone(), config("w1"));
+    eventually("job r is done", || async {
+        status(ctx, "job_r").await.is_none()
+    })
+    .await;
+    let attempts: Vec<u32> = script.seen().iter().map(|(_, a)| *a).collect();
+    assert_eq!(attempts, [1, 2, 3]);
+    stop.send(()).unwrap();
+    task.await.unwrap();
+
+    ctx.repo.job_enqueue(&new_job("f", 3)).await.unwrap();
+    let script = Script::with(vec![retry(), retry(), retry()]);
+    let (stop, task, _) = start(ctx, script.clone(), config("w2"));
+    eventually("job f has failed", || async {
+        status(ctx, "job_f").await == Some(JobStatus::Failed)
+    })
+    .await;
+    let state = ctx.repo.job_get("job_f").await.unwrap().unwrap();
+    assert_eq!(state.job.attempts, 3);
+    assert_eq!(state.last_error.as_deref(), Some("upstream down"));
+    assert_eq!(script.seen().len(), 3, "no attempt after the last one");
+
+    // A failure no retry can fix ends the job at once.
+    *script.outcomes.lock().unwrap() = vec![Some(Err(JobError::Fail("the call is gone".into())))];
+    ctx.repo.job_enqueue(&new_job("g", 5)).await.unwrap();
+    eventually("job g has failed", || async {
+        status(ctx, "job_g").await == Some(JobStatus::Failed)
+    })
+    .await;
+    let state = ctx.repo.job_get("job_g").await.unwrap().unwrap();
+    assert_eq!(state.job.attempts, 1);
+    assert_eq!(state.last_error.as_deref(), Some("the call is gone"));
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+async fn a_hung_run_times_out_and_is_retried(ctx: &TestContext) {
+    ctx.repo.job_enqueue(&new_job("h", 3)).await.unwrap();
+    let script = Script::with(vec![None]);
+    let mut cfg = config("w1");
+    cfg.timeout = Duration::from_millis(100);
+    let (stop, task, _) = start(ctx, script.clone(), cfg);
+    eventually("job h is done", || async {
+        status(ctx, "job_h").await.is_none()
+    })
+    .await;
+    assert_eq!(
+        script.seen(),
+        vec![("job_h".to_owned(), 1), ("job_h".to_owned(), 2)]
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+async fn a_dead_runners_job_is_claimed_again_after_its_lease(ctx: &TestContext) {
+    ctx.repo.job_enqueue(&new_job("d", 3)).await.unwrap();
+    let kinds = vec!["test".to_owned()];
+    let now = ctx.clock.peek();
+    // Another kind is not this runner's to claim.
+    let other = ctx
+        .repo
+        .job_claim("dead", &["other".to_owned()], now, now.add_seconds(30), 10)
+        .await
+        .unwrap();
+    assert!(other.is_empty());
+    let claimed = ctx
+        .repo
+        .job_claim("dead", &kinds, now, now.add_seconds(30), 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].attempts, 1);
+    // While the lease holds, nobody else gets it; the dead runner never completes it.
+    let later = now.add_seconds(29);
+    let none = ctx
+        .repo
+        .job_claim("alive", &kinds, later, later.add_seconds(30), 10)
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    let after = now.add_seconds(31);
+    let again = ctx
+        .repo
+        .job_claim("alive", &kinds, after, after.add_seconds(30), 10)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].job_id.as_str(), again[0].attempts), ("job_d", 2));
+    // The dead runner's late completion does not touch what another runner holds.
+    ctx.repo.job_complete("job_d", "dead").await.unwrap();
+    assert_eq!(status(ctx, "job_d").await, Some(JobStatus::Running));
+    ctx.repo.job_complete("job_d", "alive").await.unwrap();
+    assert_eq!(status(ctx, "job_d").await, None);
+}
+
+async fn concurrent_runners_run_each_job_exactly_once(ctx: &TestContext) {
+    let count = 60;
+    for i in 0..count {
+        ctx.repo
+            .job_enqueue(&new_job(&format!("c{i:03}"), 3))
+            .await
+            .unwrap();
+    }
+    let script = Script::with(vec![]);
+    let (stop1, task1, _) = start(ctx, script.clone(), config("w1"));
+    let (stop2, task2, _) = start(ctx, script.clone(), config("w2"));
+    eventually("every job ran", || async { script.seen().len() >= count }).await;
+    eventually("every job is gone", || async {
+        ctx.repo.job_next_due().await.unwrap().is_none()
+    })
+    .await;
+    let mut ids: Vec<String> = script.seen().into_iter().map(|(id, _)| id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "a job ran twice or not at all");
+    assert_eq!(script.seen().len(), count);
+    stop1.send(()).unwrap();
+    stop2.send(()).unwrap();
+    task1.await.unwrap();
+    task2.await.unwrap();
+}
+
+async fn shutdown_hands_back_a_running_job(ctx: &TestContext) {
+    ctx.repo.job_enqueue(&new_job("s", 3)).await.unwrap();
+    let script = Script::with(vec![None]);
+    let mut cfg = config("w1");
+    cfg.shutdown_grace = Duration::from_millis(50);
+    let (stop, task, _) = start(ctx, script.clone(), cfg);
+    eventually("job s is running", || async { !script.seen().is_empty() }).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let state = ctx.repo.job_get("job_s").await.unwrap().unwrap();
+    assert_eq!(state.status, JobStatus::Queued);
+    assert_eq!(state.job.attempts, 0, "a handed-back run is not an attempt");
+}
+
+db_tests!(
+    a_job_runs_once_and_is_gone,
+    failures_are_retried_until_success_or_out_of_attempts,
+    a_hung_run_times_out_and_is_retried,
+    a_dead_runners_job_is_claimed_again_after_its_lease,
+    concurrent_runners_run_each_job_exactly_once,
+    shutdown_hands_back_a_running_job,
+);
