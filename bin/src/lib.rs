@@ -32,6 +32,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 use voiceplane_core::crypto::CredentialCipher;
+use voiceplane_core::jobs::RunnerConfig;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
 use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
@@ -255,8 +256,9 @@ pub fn api(service: Arc<Service>, config: &Config) -> voiceplane_http::Api {
     })
 }
 
-/// Builds the service and serves it on `listener` until `shutdown` resolves; in-flight
-/// requests finish before it returns.
+/// Builds the service and serves it on `listener` until `shutdown` resolves, with its durable
+/// job runner beside it; in-flight requests finish, and running jobs finish or are handed
+/// back, before it returns.
 pub async fn serve(
     config: &Config,
     listener: TcpListener,
@@ -266,10 +268,22 @@ pub async fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Runtime(format!("cannot read the listening address: {e}")))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = service.job_runner(RunnerConfig::default());
+    let jobs = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
     info!("listening on http://{addr}");
-    voiceplane_http::serve(listener, api(service, config), shutdown)
+    // Jobs keep running while requests drain; the runner stops after them (or at once if
+    // the server failed), sending or dropping `stop`.
+    let served = voiceplane_http::serve(listener, api(service, config), shutdown)
         .await
-        .map_err(|e| Error::Runtime(format!("server failed: {e}")))
+        .map_err(|e| Error::Runtime(format!("server failed: {e}")));
+    drop(stop);
+    if let Err(e) = jobs.await {
+        tracing::error!(error = %e, "the job runner stopped abnormally");
+    }
+    served
 }
 
 /// Creates an organization with its first admin and API key (`voiceplane bootstrap`).

@@ -10,6 +10,7 @@ use crate::blob::BlobStore;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
+use crate::jobs::JobWaker;
 use crate::model::Agent;
 use crate::page::Cursor;
 use crate::repo::Repository;
@@ -26,6 +27,7 @@ mod calls;
 mod documents;
 pub use documents::NewDocument;
 mod integrations;
+mod jobs;
 mod members;
 mod phone_numbers;
 mod recordings;
@@ -52,6 +54,7 @@ pub struct Service {
     voices: crate::voice::VoiceProviders,
     blobs: Option<Arc<dyn BlobStore>>,
     recording_urls: Option<RecordingUrls>,
+    jobs: JobWaker,
 }
 
 impl std::fmt::Debug for Service {
@@ -82,6 +85,7 @@ impl Service {
             voices: crate::voice::VoiceProviders::default(),
             blobs: None,
             recording_urls: None,
+            jobs: JobWaker::default(),
         }
     }
 
