@@ -116,6 +116,9 @@ pub trait JobRepository: Send + Sync {
     ) -> Result<()>;
     /// Marks a job `worker` holds as failed for good.
     async fn job_fail(&self, job_id: &str, worker: &str, error: &str) -> Result<()>;
+    /// Puts a recurring job `worker` holds back in the queue, due at `run_at`, its attempts
+    /// starting over.
+    async fn job_reschedule(&self, job_id: &str, worker: &str, run_at: Timestamp) -> Result<()>;
     /// Hands back a job `worker` holds without counting the attempt (shutdown).
     async fn job_release(&self, job_id: &str, worker: &str) -> Result<()>;
     /// When the next queued job is due, or the next lease ends.
@@ -145,11 +148,20 @@ impl From<Error> for JobError {
     }
 }
 
+/// How a run ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// The job is finished and deleted.
+    Finished,
+    /// A recurring job: run it again at this time (its attempts start over).
+    RunAgainAt(Timestamp),
+}
+
 /// Runs one kind of job.
 #[async_trait]
 pub trait JobHandler: Send + Sync {
     /// Runs `job`; called at least once per job, so it must tolerate running twice.
-    async fn run(&self, job: &Job) -> std::result::Result<(), JobError>;
+    async fn run(&self, job: &Job) -> std::result::Result<Done, JobError>;
 }
 
 /// Wakes the runners of this process when a job is enqueued, so that an idle runner starts it
@@ -368,7 +380,10 @@ impl JobRunner {
             }
         };
         let recorded = match outcome {
-            Ok(()) => self.repo.job_complete(&job.job_id, worker).await,
+            Ok(Done::Finished) => self.repo.job_complete(&job.job_id, worker).await,
+            Ok(Done::RunAgainAt(run_at)) => {
+                self.repo.job_reschedule(&job.job_id, worker, run_at).await
+            }
             Err(JobError::Retry(reason)) if job.attempts < job.max_attempts => {
                 let run_at = self.clock.now().plus(self.backoff(job.attempts));
                 tracing::info!(job_id = %job.job_id, kind = %job.kind, attempts = job.attempts, %reason, "job failed; retrying");

@@ -9,7 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use voiceplane_core::jobs::{
-    Job, JobError, JobHandler, JobRepository, JobRunner, JobStatus, JobWaker, NewJob, RunnerConfig,
+    Done, Job, JobError, JobHandler, JobRepository, JobRunner, JobStatus, JobWaker, NewJob,
+    RunnerConfig,
 };
 use voiceplane_core::time::Timestamp;
 use voiceplane_suite::{TestContext, db_tests};
@@ -44,13 +45,13 @@ fn new_job(id: &str, max_attempts: u32) -> NewJob {
 /// What the test handler does on each attempt, in order; `Ok` once they run out.
 #[derive(Default)]
 struct Script {
-    outcomes: Mutex<Vec<Option<Result<(), JobError>>>>,
+    outcomes: Mutex<Vec<Option<Result<Done, JobError>>>>,
     seen: Mutex<Vec<(String, u32)>>,
 }
 
 #[async_trait]
 impl JobHandler for Script {
-    async fn run(&self, job: &Job) -> Result<(), JobError> {
+    async fn run(&self, job: &Job) -> Result<Done, JobError> {
         self.seen
             .lock()
             .unwrap()
@@ -58,7 +59,7 @@ impl JobHandler for Script {
         let next = {
             let mut outcomes = self.outcomes.lock().unwrap();
             if outcomes.is_empty() {
-                Some(Ok(()))
+                Some(Ok(Done::Finished))
             } else {
                 outcomes.remove(0)
             }
@@ -72,7 +73,7 @@ impl JobHandler for Script {
 }
 
 impl Script {
-    fn with(outcomes: Vec<Option<Result<(), JobError>>>) -> Arc<Self> {
+    fn with(outcomes: Vec<Option<Result<Done, JobError>>>) -> Arc<Self> {
         Arc::new(Self {
             outcomes: Mutex::new(outcomes),
             seen: Mutex::default(),
@@ -295,6 +296,30 @@ async fn shutdown_hands_back_a_running_job(ctx: &TestContext) {
     assert_eq!(state.job.attempts, 0, "a handed-back run is not an attempt");
 }
 
+async fn a_recurring_job_runs_again_when_it_asks(ctx: &TestContext) {
+    ctx.repo.job_enqueue(&new_job("rec", 2)).await.unwrap();
+    let later = ctx.clock.peek().add_seconds(3600);
+    let script = Script::with(vec![
+        Some(Err(JobError::Retry("busy".into()))),
+        Some(Ok(Done::RunAgainAt(later))),
+    ]);
+    let (stop, task, _) = start(ctx, script.clone(), config("w1"));
+    eventually("job rec is rescheduled", || async {
+        ctx.repo
+            .job_get("job_rec")
+            .await
+            .unwrap()
+            .is_some_and(|s| s.status == JobStatus::Queued && s.job.run_at == later)
+    })
+    .await;
+    let state = ctx.repo.job_get("job_rec").await.unwrap().unwrap();
+    assert_eq!(state.job.attempts, 0, "a new run starts its attempts over");
+    assert_eq!(state.last_error, None);
+    assert_eq!(script.seen().len(), 2, "not due before its time");
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 db_tests!(
     a_job_runs_once_and_is_gone,
     failures_are_retried_until_success_or_out_of_attempts,
@@ -302,4 +327,5 @@ db_tests!(
     a_dead_runners_job_is_claimed_again_after_its_lease,
     concurrent_runners_run_each_job_exactly_once,
     shutdown_hands_back_a_running_job,
+    a_recurring_job_runs_again_when_it_asks,
 );

@@ -228,6 +228,22 @@ impl JobRepository for SeaRepository {
         .await
     }
 
+    async fn job_reschedule(&self, job_id: &str, worker: &str, run_at: Timestamp) -> Result<()> {
+        self.job_update(
+            job_id,
+            worker,
+            vec![
+                (job::Column::Status, Expr::value(QUEUED)),
+                (job::Column::RunAt, Expr::value(run_at.as_micros())),
+                (job::Column::Attempts, Expr::value(0)),
+                (job::Column::LockedBy, Expr::value(Option::<String>::None)),
+                (job::Column::LockedUntil, Expr::value(Option::<i64>::None)),
+                (job::Column::LastError, Expr::value(Option::<String>::None)),
+            ],
+        )
+        .await
+    }
+
     async fn job_release(&self, job_id: &str, worker: &str) -> Result<()> {
         self.job_update(
             job_id,
