@@ -169,30 +169,13 @@ impl EventStamp {
     }
 }
 
-/// The query string of `GET /api/events`.
+/// The filter of `GET /api/events`, beside the page parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
-pub struct EventListParams {
-    /// Items per page.
-    #[cfg_attr(feature = "openapi", schemars(range(min = 1, max = 100), extend("default" = crate::page::DEFAULT_LIMIT)))]
-    pub limit: Option<u32>,
-    /// The `pagination.next_cursor` of the previous page; omitted (or empty) for the first
-    /// page.
-    #[serde(default, deserialize_with = "crate::page::empty_as_none")]
-    pub cursor: Option<String>,
-    /// Only events of these types; repeat the parameter for several. All types when omitted.
+pub struct EventFilter {
+    /// Only events of these types; repeat the parameter for several. Every type when omitted.
     #[serde(rename = "type", default)]
     pub types: Vec<EventType>,
-}
-
-impl EventListParams {
-    /// The paging part of the query.
-    pub fn page(&self) -> crate::page::PageParams {
-        crate::page::PageParams {
-            limit: self.limit,
-            cursor: self.cursor.clone(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,17 +4,22 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Event, EventListParams};
-use crate::page::{Page, PageQuery};
+use crate::model::{Event, EventFilter};
+use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 
 impl Service {
-    /// The organization's events, newest first; only those of `params.types` when any are
+    /// The organization's events, newest first; only those of `filter.types` when any are
     /// given.
-    pub async fn event_list(&self, actor: &Actor, params: &EventListParams) -> Result<Page<Event>> {
+    pub async fn event_list(
+        &self,
+        actor: &Actor,
+        filter: &EventFilter,
+        params: &PageParams,
+    ) -> Result<Page<Event>> {
         actor.require(Permission::EventsRead)?;
-        let query = PageQuery::from_params(&params.page(), IdKind::Event)?;
-        let mut types = params.types.clone();
+        let query = PageQuery::from_params(params, IdKind::Event)?;
+        let mut types = filter.types.clone();
         types.sort_by_key(|t| t.as_str());
         types.dedup();
         let rows = self
