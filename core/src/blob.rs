@@ -3,16 +3,68 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_core::Stream;
+use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 
 /// A stream of body chunks; an `Err` item aborts the transfer.
 pub type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>;
+
+/// SHA-256 of the bytes a [`ByteStream`] has passed on so far.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamDigest(Arc<Mutex<Sha256>>);
+
+impl StreamDigest {
+    /// `body` unchanged, except that every chunk it yields is also hashed into this digest.
+    pub(crate) fn tap(&self, body: ByteStream) -> ByteStream {
+        Box::pin(Tapped {
+            inner: body,
+            digest: self.clone(),
+        })
+    }
+
+    /// Lower-case hex of the hash of everything passed on.
+    pub(crate) fn hex(&self) -> String {
+        let hasher = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        crate::auth::to_hex(&hasher.finalize())
+    }
+}
+
+struct Tapped {
+    inner: ByteStream,
+    digest: StreamDigest,
+}
+
+impl Stream for Tapped {
+    type Item = Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(Ok(chunk))) = &polled {
+            self.digest
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .update(chunk);
+        }
+        polled
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
 
 /// An inclusive byte range `start..=end` of an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,11 +35,13 @@ pub enum IdKind {
     PhoneNumber,
     /// `inv_` invitations.
     Invitation,
+    /// `evt_` events.
+    Event,
 }
 
 impl IdKind {
     /// Every kind of id.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Organization,
         Self::User,
         Self::Membership,
@@ -51,6 +53,7 @@ impl IdKind {
         Self::Integration,
         Self::PhoneNumber,
         Self::Invitation,
+        Self::Event,
     ];
 
     /// The prefix including its underscore.
@@ -67,6 +70,7 @@ impl IdKind {
             Self::Integration => "intg_",
             Self::PhoneNumber => "phon_",
             Self::Invitation => "inv_",
+            Self::Event => "evt_",
         }
     }
 
@@ -100,6 +104,7 @@ impl IdKind {
             Self::Integration => "integration_id",
             Self::PhoneNumber => "phone_number_id",
             Self::Invitation => "invite_id",
+            Self::Event => "event_id",
         }
     }
 

@@ -66,7 +66,9 @@ pub struct PageParams {
 }
 
 /// An empty value means the parameter was not given.
-fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn empty_as_none<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
     let value: Option<String> = serde::Deserialize::deserialize(d)?;
     Ok(value.filter(|v| !v.is_empty()))
 }

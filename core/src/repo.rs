@@ -2,6 +2,10 @@
 //! `voiceplane-storage`) serves SQLite and Postgres. Every lookup is scoped by organization, so
 //! another organization's row is simply not found.
 //!
+//! Every write of a state change takes the [`Event`] that records it (or, when the data is
+//! only known inside the write, its [`EventStamp`]) and stores it in the same transaction as
+//! the change: no change without its event, no event without its change.
+//!
 //! Repositories map their failures onto [`Error`](crate::Error): `Unavailable` when the
 //! database cannot be reached, `Conflict` for unique violations named in the method docs, and
 //! `Internal` for anything else.
@@ -10,8 +14,8 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::{
-    Agent, ApiKey, Call, Document, Integration, IntegrationFilter, Invitation, Member, Membership,
-    Organization, PhoneNumber, Recording, Tool, User,
+    Agent, ApiKey, Call, Document, Event, EventStamp, EventType, Integration, IntegrationFilter,
+    Invitation, Member, Membership, Organization, PhoneNumber, Recording, Tool, User,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -66,7 +70,12 @@ pub trait OrganizationRepository: Send + Sync {
     async fn member_list(&self, organization_id: &str) -> Result<Vec<Member>>;
     /// Stores a new invitation. Conflict when a pending, unexpired invitation for the same
     /// e-mail exists in the organization; expired pending ones stop counting as pending.
-    async fn invitation_insert(&self, invitation: &Invitation, now: Timestamp) -> Result<()>;
+    async fn invitation_insert(
+        &self,
+        invitation: &Invitation,
+        now: Timestamp,
+        event: &Event,
+    ) -> Result<()>;
     /// Pending invitations that have not expired at `now`, newest first.
     async fn invitation_list_pending(
         &self,
@@ -79,12 +88,25 @@ pub trait OrganizationRepository: Send + Sync {
         organization_id: Option<&str>,
         invite_id: &str,
     ) -> Result<Option<Invitation>>;
-    /// Moves a pending invitation to `revoked`; false when it was not pending.
-    async fn invitation_revoke(&self, organization_id: &str, invite_id: &str) -> Result<bool>;
+    /// Moves a pending invitation to `revoked` and records `event` with the revoked
+    /// invitation; false (and no event) when it was not pending.
+    async fn invitation_revoke(
+        &self,
+        organization_id: &str,
+        invite_id: &str,
+        event: &EventStamp,
+    ) -> Result<bool>;
     /// Accepts a pending, unexpired invitation atomically: marks it `accepted`, inserts the user
     /// when new, and creates the membership. Conflict when the invitation is no longer pending
-    /// or expired at `now`, or when the user is already a member.
-    async fn invitation_accept(&self, accept: &AcceptRecords, now: Timestamp) -> Result<Member>;
+    /// or expired at `now`, or when the user is already a member. Records `accepted` and
+    /// `member_added` (with the new member).
+    async fn invitation_accept(
+        &self,
+        accept: &AcceptRecords,
+        now: Timestamp,
+        accepted: &Event,
+        member_added: &EventStamp,
+    ) -> Result<Member>;
     /// One member of the organization.
     async fn member_get(
         &self,
@@ -93,19 +115,22 @@ pub trait OrganizationRepository: Send + Sync {
     ) -> Result<Option<Member>>;
     /// Changes a member's role. Conflict when that would leave the organization without an
     /// admin; the check and the change are one transaction, serialized per organization.
+    /// Records `event` with the changed member.
     async fn member_set_role(
         &self,
         organization_id: &str,
         membership_id: &str,
         role: Role,
+        event: &EventStamp,
     ) -> Result<Member>;
     /// Removes a member and revokes the API keys that member created in the organization.
-    /// Conflict when the member is the last admin.
+    /// Conflict when the member is the last admin. Records `event` with the member as it was.
     async fn member_remove(
         &self,
         organization_id: &str,
         membership_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<Member>;
 }
 
@@ -124,7 +149,7 @@ pub struct AcceptRecords {
 #[async_trait]
 pub trait ApiKeyRepository: Send + Sync {
     /// Stores a new key with the hash of its secret.
-    async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str) -> Result<()>;
+    async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str, event: &Event) -> Result<()>;
     /// The key whose secret hashes to `secret_hash`, in any organization.
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>>;
     /// Sets `last_used_at = now` unless it is already later than `not_before`; the condition
@@ -139,12 +164,14 @@ pub trait ApiKeyRepository: Send + Sync {
     async fn api_key_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<ApiKey>>;
     /// One key of the organization.
     async fn api_key_get(&self, organization_id: &str, key_id: &str) -> Result<Option<ApiKey>>;
-    /// Revokes an active key; true when this call revoked it, false when it already was.
+    /// Revokes an active key and records `event` with the revoked key; true when this call
+    /// revoked it, false (and no event) when it already was.
     async fn api_key_revoke(
         &self,
         organization_id: &str,
         key_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<bool>;
 }
 
@@ -152,11 +179,11 @@ pub trait ApiKeyRepository: Send + Sync {
 #[async_trait]
 pub trait CallRepository: Send + Sync {
     /// Stores a new call.
-    async fn call_insert(&self, call: &Call) -> Result<()>;
+    async fn call_insert(&self, call: &Call, event: &Event) -> Result<()>;
     /// The call, if it belongs to the organization.
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>>;
     /// Overwrites the mutable fields of an existing call.
-    async fn call_update(&self, call: &Call) -> Result<()>;
+    async fn call_update(&self, call: &Call, event: &Event) -> Result<()>;
     /// Up to `page.fetch()` calls after the cursor, newest first.
     async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>>;
     /// Points the call at its stored recording (or at none).
@@ -166,6 +193,7 @@ pub trait CallRepository: Send + Sync {
         call_sid: &str,
         recording: Option<&Recording>,
         updated_at: Timestamp,
+        event: &Event,
     ) -> Result<()>;
 }
 
@@ -173,7 +201,7 @@ pub trait CallRepository: Send + Sync {
 #[async_trait]
 pub trait ToolRepository: Send + Sync {
     /// Stores a new tool. Conflict when the organization has a tool of the same name.
-    async fn tool_insert(&self, tool: &Tool) -> Result<()>;
+    async fn tool_insert(&self, tool: &Tool, event: &Event) -> Result<()>;
     /// The tool, if it belongs to the organization.
     async fn tool_get(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>>;
     /// Up to `page.fetch()` tools after the cursor, newest first.
@@ -181,16 +209,27 @@ pub trait ToolRepository: Send + Sync {
     /// Number of tools of the organization.
     async fn tool_count(&self, organization_id: &str) -> Result<u64>;
     /// Overwrites an existing tool. Conflict on a duplicate name.
-    async fn tool_update(&self, tool: &Tool) -> Result<()>;
-    /// Deletes the tool and removes it from every agent's `custom_tools`, atomically.
-    async fn tool_delete(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>>;
+    async fn tool_update(&self, tool: &Tool, event: &Event) -> Result<()>;
+    /// Deletes the tool and removes it from every agent's `custom_tools`, atomically, with
+    /// `event` carrying the tool as it was.
+    async fn tool_delete(
+        &self,
+        organization_id: &str,
+        tool_id: &str,
+        event: &EventStamp,
+    ) -> Result<Option<Tool>>;
 }
 
 /// Knowledge-base documents.
 #[async_trait]
 pub trait DocumentRepository: Send + Sync {
     /// Stores a new document; `text` is the content of text documents.
-    async fn document_insert(&self, document: &Document, text: Option<&str>) -> Result<()>;
+    async fn document_insert(
+        &self,
+        document: &Document,
+        text: Option<&str>,
+        event: &Event,
+    ) -> Result<()>;
     /// The document, if it belongs to the organization.
     async fn document_get(
         &self,
@@ -202,11 +241,13 @@ pub trait DocumentRepository: Send + Sync {
     -> Result<Vec<Document>>;
     /// Overwrites an existing document's metadata.
     async fn document_update(&self, document: &Document) -> Result<()>;
-    /// Deletes the document and removes it from every agent's `kb_document_ids`, atomically.
+    /// Deletes the document and removes it from every agent's `kb_document_ids`, atomically,
+    /// with `event` carrying the document as it was.
     async fn document_delete(
         &self,
         organization_id: &str,
         documentation_id: &str,
+        event: &EventStamp,
     ) -> Result<Option<Document>>;
 }
 
@@ -220,20 +261,23 @@ pub trait DocumentRepository: Send + Sync {
 pub trait AgentRepository: Send + Sync {
     /// Stores a new agent and assigns the phone numbers listed in
     /// `agent.assigned_phone_number_ids` to it (status `assigned`), atomically.
-    async fn agent_insert(&self, agent: &Agent) -> Result<()>;
+    async fn agent_insert(&self, agent: &Agent, event: &Event) -> Result<()>;
     /// The agent with its assigned phone numbers, if it belongs to the organization.
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>>;
     /// Up to `page.fetch()` agents after the cursor, newest first.
     async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>>;
     /// Overwrites an existing agent; its assigned numbers become exactly
     /// `agent.assigned_phone_number_ids` (others are unassigned), atomically.
-    async fn agent_update(&self, agent: &Agent) -> Result<()>;
-    /// Deletes the agent and unassigns its phone numbers (as of `now`), atomically.
+    /// Records `event` with the agent as the write left it.
+    async fn agent_update(&self, agent: &Agent, event: &EventStamp) -> Result<()>;
+    /// Deletes the agent and unassigns its phone numbers (as of `now`), atomically, with
+    /// `event` carrying the agent as it was.
     async fn agent_delete(
         &self,
         organization_id: &str,
         agent_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<Option<Agent>>;
 }
 
@@ -243,7 +287,7 @@ pub trait AgentRepository: Send + Sync {
 #[async_trait]
 pub trait PhoneNumberRepository: Send + Sync {
     /// Stores a new number. Conflict when the organization already has this number.
-    async fn phone_number_insert(&self, number: &PhoneNumber) -> Result<()>;
+    async fn phone_number_insert(&self, number: &PhoneNumber, event: &Event) -> Result<()>;
     /// The number, if it belongs to the organization.
     async fn phone_number_get(
         &self,
@@ -257,12 +301,13 @@ pub trait PhoneNumberRepository: Send + Sync {
         page: &PageQuery,
     ) -> Result<Vec<PhoneNumber>>;
     /// Overwrites an existing number.
-    async fn phone_number_update(&self, number: &PhoneNumber) -> Result<()>;
-    /// Deletes the number.
+    async fn phone_number_update(&self, number: &PhoneNumber, event: &Event) -> Result<()>;
+    /// Deletes the number, with `event` carrying it as it was.
     async fn phone_number_delete(
         &self,
         organization_id: &str,
         phone_number_id: &str,
+        event: &EventStamp,
     ) -> Result<Option<PhoneNumber>>;
 }
 
@@ -282,7 +327,12 @@ pub enum IntegrationDeletion {
 #[async_trait]
 pub trait IntegrationRepository: Send + Sync {
     /// Stores a new integration with its sealed credentials.
-    async fn integration_insert(&self, integration: &Integration, sealed: &str) -> Result<()>;
+    async fn integration_insert(
+        &self,
+        integration: &Integration,
+        sealed: &str,
+        event: &Event,
+    ) -> Result<()>;
     /// The integration, if it belongs to the organization.
     async fn integration_get(
         &self,
@@ -303,19 +353,40 @@ pub trait IntegrationRepository: Send + Sync {
         page: &PageQuery,
     ) -> Result<Vec<Integration>>;
     /// Overwrites name, category, status and `updated_at`, and the credentials when `sealed`
-    /// is given.
+    /// is given; records `event` when the change has one.
     async fn integration_update(
         &self,
         integration: &Integration,
         sealed: Option<&str>,
+        event: Option<&Event>,
     ) -> Result<()>;
     /// Deletes the integration and its credentials unless a phone number references it; the
-    /// check and the delete cannot be raced by a concurrent assignment.
+    /// check and the delete cannot be raced by a concurrent assignment. Records `event` with
+    /// the integration as it was when deleted.
     async fn integration_delete(
         &self,
         organization_id: &str,
         integration_id: &str,
+        event: &EventStamp,
     ) -> Result<IntegrationDeletion>;
+}
+
+/// Events. They are written by the other areas' writes, inside their transactions.
+#[async_trait]
+pub trait EventRepository: Send + Sync {
+    /// Up to `page.fetch()` events of the organization after the cursor, newest first; only
+    /// those of `types` unless it is empty.
+    async fn event_list(
+        &self,
+        organization_id: &str,
+        types: &[EventType],
+        page: &PageQuery,
+    ) -> Result<Vec<Event>>;
+    /// The event, if it belongs to the organization.
+    async fn event_get(&self, organization_id: &str, event_id: &str) -> Result<Option<Event>>;
+    /// Deletes up to `limit` events (of every organization) created before `cutoff`, oldest
+    /// first; returns how many it deleted, so a sweep repeats until fewer than `limit`.
+    async fn event_delete_older_than(&self, cutoff: Timestamp, limit: u64) -> Result<u64>;
 }
 
 /// The whole storage interface the [`Service`](crate::Service) uses.
@@ -330,6 +401,7 @@ pub trait Repository:
     + PhoneNumberRepository
     + IntegrationRepository
     + crate::jobs::JobRepository
+    + EventRepository
     + Send
     + Sync
     + 'static
@@ -347,6 +419,7 @@ impl<T> Repository for T where
         + PhoneNumberRepository
         + IntegrationRepository
         + crate::jobs::JobRepository
+        + EventRepository
         + Send
         + Sync
         + 'static

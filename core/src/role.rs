@@ -105,6 +105,8 @@ pub enum Permission {
     InvitationsRead,
     /// `invitations:manage` (invite, revoke invitations)
     InvitationsManage,
+    /// `events:read`
+    EventsRead,
 }
 
 impl Permission {
@@ -116,9 +118,8 @@ impl Permission {
             ApiKeysRead | CallsRead | ToolsRead | KbRead | AgentsRead | IntegrationsRead
             | PhoneNumbersRead | VoicesRead | MembersRead | InvitationsRead => Role::User,
             ApiKeysCreate | ApiKeysRevoke | CallsWrite | ToolsWrite | KbWrite | AgentsWrite
-            | IntegrationsWrite | IntegrationsDelete | PhoneNumbersWrite | VoicesWrite => {
-                Role::AgentManager
-            }
+            | IntegrationsWrite | IntegrationsDelete | PhoneNumbersWrite | VoicesWrite
+            | EventsRead => Role::AgentManager,
             MembersManage | InvitationsManage => Role::Admin,
         }
     }
@@ -149,6 +150,7 @@ impl Permission {
             MembersManage => "members:manage",
             InvitationsRead => "invitations:read",
             InvitationsManage => "invitations:manage",
+            EventsRead => "events:read",
         }
     }
 }
@@ -182,6 +184,8 @@ mod tests {
         assert!(!Role::User.allows(Permission::ApiKeysRevoke));
         assert!(!Role::AgentManager.allows(Permission::InvitationsManage));
         assert!(Role::Admin.allows(Permission::InvitationsManage));
+        assert!(!Role::User.allows(Permission::EventsRead));
+        assert!(Role::AgentManager.allows(Permission::EventsRead));
         assert_eq!("agent_manager".parse::<Role>().unwrap(), Role::AgentManager);
         assert!("owner".parse::<Role>().is_err());
     }

@@ -291,6 +291,11 @@ routes! {
     /// Remove a member and revoke the API keys they created
     DELETE "/api/auth/organizations/members/{membership_id}" => MemberRemove { membership_id }
         = members::member_remove [409];
+
+    /// List events, newest first
+    GET "/api/events" => EventList = events::event_list;
+    /// Get an event
+    GET "/api/events/{event_id}" => EventView { event_id } = events::event_view;
 }
 
 /// Why a request matched no route.

@@ -323,6 +323,27 @@ pub mod invitation {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+pub mod event {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "events")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub event_id: String,
+        pub organization_id: String,
+        #[sea_orm(column_name = "type")]
+        pub event_type: String,
+        pub created_at: i64,
+        pub data: String,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 /// `jobs`: durable jobs (see `voiceplane_core::jobs`).
 pub mod job {
     use sea_orm::entity::prelude::*;

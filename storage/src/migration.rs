@@ -17,6 +17,7 @@ impl MigratorTrait for Migrator {
             Box::new(M0001Initial),
             Box::new(M0002ApiKeyRevokedAt),
             Box::new(M0003CallRecording),
+            Box::new(M0004Events),
             Box::new(M0005Jobs),
         ]
     }
@@ -418,6 +419,55 @@ impl MigrationTrait for M0003CallRecording {
                 .await?;
         }
         Ok(())
+    }
+}
+
+/// The record of every state change: one row per event, its data as JSON text.
+struct M0004Events;
+
+impl MigrationName for M0004Events {
+    fn name(&self) -> &str {
+        "m0004_events"
+    }
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for M0004Events {
+    async fn up(&self, m: &SchemaManager) -> Result<(), DbErr> {
+        m.create_table(
+            Table::create()
+                .table("events")
+                .col(pk("event_id"))
+                .col(string("organization_id"))
+                .col(string("type"))
+                .col(big_integer("created_at"))
+                .col(text("data"))
+                .foreign_key(&mut org_fk("events"))
+                .take(),
+        )
+        .await?;
+        m.create_index(keyset_index("events", "event_id")).await?;
+        // The list filtered by type: with one type, a range scan in list order.
+        m.create_index(
+            Index::create()
+                .name("ix_events_type_keyset")
+                .table("events")
+                .col("organization_id")
+                .col("type")
+                .col("created_at")
+                .col("event_id")
+                .take(),
+        )
+        .await?;
+        // The retention sweep deletes by age across organizations.
+        m.create_index(
+            Index::create()
+                .name("ix_events_created_at")
+                .table("events")
+                .col("created_at")
+                .take(),
+        )
+        .await
     }
 }
 

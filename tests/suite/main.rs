@@ -13,6 +13,7 @@ mod agents;
 mod api_keys;
 mod calls;
 mod documents;
+mod events;
 mod integrations;
 mod members;
 mod phone_numbers;

@@ -13,6 +13,20 @@ pub struct Recording {
     pub size: i64,
 }
 
+/// The data of a `recording.ready` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct RecordingReady {
+    /// The call the recording belongs to.
+    pub call_sid: String,
+    /// `audio/wav` or `audio/mpeg`.
+    pub content_type: String,
+    /// Size in bytes.
+    pub size: i64,
+    /// SHA-256 of the stored bytes, lower-case hex.
+    pub sha256: String,
+}
+
 /// The answer of `GET /api/calls/{call_sid}/recording/stream`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]

@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Agent, AgentUpdate, NewAgent, Outcome};
+use crate::model::{Agent, AgentUpdate, EventType, NewAgent, Outcome};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -112,7 +112,8 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        self.repo.agent_insert(&agent).await?;
+        let event = self.event(EventType::AgentCreated, &agent)?;
+        self.repo.agent_insert(&agent, &event).await?;
         Ok(agent)
     }
 
@@ -195,7 +196,9 @@ impl Service {
                 Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids)?;
         }
         agent.updated_at = self.now().max(agent.updated_at);
-        self.repo.agent_update(&agent).await?;
+        self.repo
+            .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated))
+            .await?;
         // Read back: the assigned numbers are kept in creation order by the repository.
         self.agent_view(actor, &agent.agent_id).await
     }
@@ -206,7 +209,12 @@ impl Service {
         let id = IdKind::Agent.parse(agent_id)?;
         let agent = self
             .repo
-            .agent_delete(&actor.organization_id, &id, self.now())
+            .agent_delete(
+                &actor.organization_id,
+                &id,
+                self.now(),
+                &self.event_stamp(EventType::AgentDeleted),
+            )
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
         Ok(Outcome::new(agent, "agent deleted"))

@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::{Actor, ApiKeySecret};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{ApiKey, ApiKeyStatus, CreatedApiKey, NewApiKey, Outcome};
+use crate::model::{ApiKey, ApiKeyStatus, CreatedApiKey, EventType, NewApiKey, Outcome};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -37,7 +37,11 @@ impl Service {
             last_used_at: None,
             expires_at: input.expires_at,
         };
-        self.repo.api_key_insert(&key, &secret.hash()).await?;
+        // The key without its secret: an event never carries one.
+        let event = self.event(EventType::ApiKeyCreated, &key)?;
+        self.repo
+            .api_key_insert(&key, &secret.hash(), &event)
+            .await?;
         Ok(CreatedApiKey {
             key,
             api_key: secret.expose().to_owned(),
@@ -79,7 +83,15 @@ impl Service {
         if key.role > actor.role {
             return Err(Error::forbidden(FORBIDDEN));
         }
-        let revoked_now = self.repo.api_key_revoke(org, &key_id, self.now()).await?;
+        let revoked_now = self
+            .repo
+            .api_key_revoke(
+                org,
+                &key_id,
+                self.now(),
+                &self.event_stamp(EventType::ApiKeyRevoked),
+            )
+            .await?;
         let key = self
             .repo
             .api_key_get(org, &key_id)

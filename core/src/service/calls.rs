@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Call, CallStatus, CallUpdate, NewCall};
+use crate::model::{Call, CallStatus, CallUpdate, EventType, NewCall};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -42,7 +42,8 @@ impl Service {
             billing_status: None,
             recording: None,
         };
-        self.repo.call_insert(&call).await?;
+        let event = self.event(EventType::CallCreated, &call)?;
+        self.repo.call_insert(&call, &event).await?;
         Ok(call)
     }
 
@@ -103,7 +104,8 @@ impl Service {
             call.turn_count = t;
         }
         call.updated_at = self.now().max(call.updated_at);
-        self.repo.call_update(&call).await?;
+        let event = self.event(EventType::CallUpdated, &call)?;
+        self.repo.call_update(&call, &event).await?;
         Ok(call)
     }
 

@@ -5,7 +5,7 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    Document, DocumentType, DocumentUpdate, NewTextDocument, Outcome, ProcessingStatus,
+    Document, DocumentType, DocumentUpdate, EventType, NewTextDocument, Outcome, ProcessingStatus,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
@@ -74,7 +74,10 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        self.repo.document_insert(&doc, Some(&input.text)).await?;
+        let event = self.event(EventType::DocumentCreated, &doc)?;
+        self.repo
+            .document_insert(&doc, Some(&input.text), &event)
+            .await?;
         Ok(doc)
     }
 
@@ -125,7 +128,11 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        if let Err(e) = self.repo.document_insert(&doc, None).await {
+        let inserted = match self.event(EventType::DocumentCreated, &doc) {
+            Ok(event) => self.repo.document_insert(&doc, None, &event).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = inserted {
             // No row points at the file: remove it rather than leave it orphaned.
             let _ = blobs.delete(&key).await;
             return Err(e);
@@ -187,7 +194,11 @@ impl Service {
         let id = IdKind::Document.parse(documentation_id)?;
         let doc = self
             .repo
-            .document_delete(&actor.organization_id, &id)
+            .document_delete(
+                &actor.organization_id,
+                &id,
+                &self.event_stamp(EventType::DocumentDeleted),
+            )
             .await?
             .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))?;
         if let (Some(key), Some(blobs)) = (&doc.storage_key, &self.blobs) {

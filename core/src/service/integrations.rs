@@ -6,7 +6,8 @@ use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    Integration, IntegrationFilter, IntegrationStatus, IntegrationUpdate, NewIntegration, Outcome,
+    EventType, Integration, IntegrationFilter, IntegrationStatus, IntegrationUpdate,
+    NewIntegration, Outcome,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::repo::IntegrationDeletion;
@@ -58,7 +59,10 @@ impl Service {
             updated_at: now,
         };
         let sealed = self.seal(&credentials, &integration.integration_id)?;
-        self.repo.integration_insert(&integration, &sealed).await?;
+        let event = self.event(EventType::IntegrationCreated, &integration)?;
+        self.repo
+            .integration_insert(&integration, &sealed, &event)
+            .await?;
         Ok(integration)
     }
 
@@ -121,7 +125,7 @@ impl Service {
         };
         integration.updated_at = self.now().max(integration.updated_at);
         self.repo
-            .integration_update(&integration, sealed.as_deref())
+            .integration_update(&integration, sealed.as_deref(), None)
             .await?;
         Ok(integration)
     }
@@ -162,7 +166,10 @@ impl Service {
             }
         };
         integration.updated_at = self.now().max(integration.updated_at);
-        self.repo.integration_update(&integration, None).await?;
+        let event = self.event(EventType::IntegrationValidated, &integration)?;
+        self.repo
+            .integration_update(&integration, None, Some(&event))
+            .await?;
         Ok(Outcome {
             data: integration,
             message,
@@ -180,7 +187,11 @@ impl Service {
         let id = IdKind::Integration.parse(integration_id)?;
         match self
             .repo
-            .integration_delete(&actor.organization_id, &id)
+            .integration_delete(
+                &actor.organization_id,
+                &id,
+                &self.event_stamp(EventType::IntegrationDeleted),
+            )
             .await?
         {
             IntegrationDeletion::Deleted(integration) => Ok(Outcome {

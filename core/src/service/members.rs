@@ -5,8 +5,8 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    Invitation, InvitationStatus, Member, MemberStatus, MemberUpdate, Membership, NewInvitation,
-    Outcome, User,
+    EventType, Invitation, InvitationStatus, Member, MemberStatus, MemberUpdate, Membership,
+    NewInvitation, Outcome, User,
 };
 use crate::repo::AcceptRecords;
 use crate::role::Permission;
@@ -36,7 +36,10 @@ impl Service {
             created_at: now,
             expires_at: now.add_seconds(INVITATION_TTL_SECS),
         };
-        self.repo.invitation_insert(&invitation, now).await?;
+        let event = self.event(EventType::InvitationCreated, &invitation)?;
+        self.repo
+            .invitation_insert(&invitation, now, &event)
+            .await?;
         Ok(invitation)
     }
 
@@ -70,7 +73,10 @@ impl Service {
             .await?
             .ok_or_else(not_found)?;
         if invitation.status != InvitationStatus::Pending
-            || !self.repo.invitation_revoke(org, &id).await?
+            || !self
+                .repo
+                .invitation_revoke(org, &id, &self.event_stamp(EventType::InvitationRevoked))
+                .await?
         {
             return Err(Error::conflict(format!(
                 "invitation {id} is no longer pending; only pending invitations can be revoked"
@@ -156,7 +162,22 @@ impl Service {
             },
             invitation,
         };
-        let member = self.repo.invitation_accept(&records, now).await?;
+        let accepted = self.event(
+            EventType::InvitationAccepted,
+            &Invitation {
+                status: InvitationStatus::Accepted,
+                ..records.invitation.clone()
+            },
+        )?;
+        let member = self
+            .repo
+            .invitation_accept(
+                &records,
+                now,
+                &accepted,
+                &self.event_stamp(EventType::MemberAdded),
+            )
+            .await?;
         Ok(Outcome {
             data: member,
             message: "invitation accepted".to_owned(),
@@ -173,7 +194,12 @@ impl Service {
         actor.require(Permission::MembersManage)?;
         let id = IdKind::Membership.parse(membership_id)?;
         self.repo
-            .member_set_role(&actor.organization_id, &id, input.role)
+            .member_set_role(
+                &actor.organization_id,
+                &id,
+                input.role,
+                &self.event_stamp(EventType::MemberUpdated),
+            )
             .await
     }
 
@@ -188,7 +214,12 @@ impl Service {
         let id = IdKind::Membership.parse(membership_id)?;
         let member = self
             .repo
-            .member_remove(&actor.organization_id, &id, self.now())
+            .member_remove(
+                &actor.organization_id,
+                &id,
+                self.now(),
+                &self.event_stamp(EventType::MemberRemoved),
+            )
             .await?;
         Ok(Outcome::new(
             member,

@@ -11,7 +11,7 @@ use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
 use crate::jobs::JobWaker;
-use crate::model::Agent;
+use crate::model::{Agent, Event, EventStamp, EventType};
 use crate::page::Cursor;
 use crate::repo::Repository;
 use crate::signing::UrlSigner;
@@ -26,6 +26,7 @@ pub use bootstrap::{BootstrapInput, BootstrapOutput};
 mod calls;
 mod documents;
 pub use documents::NewDocument;
+mod events;
 mod integrations;
 mod jobs;
 mod members;
@@ -150,6 +151,21 @@ impl Service {
 
     fn id(&self, kind: IdKind) -> String {
         self.ids.generate(kind)
+    }
+
+    /// A new event's id, type and time, for a write that reads its data inside its own
+    /// transaction.
+    fn event_stamp(&self, event_type: EventType) -> EventStamp {
+        EventStamp {
+            event_id: self.id(IdKind::Event),
+            event_type,
+            created_at: self.now(),
+        }
+    }
+
+    /// A new event whose data is `data` as the API returns it.
+    fn event<T: serde::Serialize>(&self, event_type: EventType, data: &T) -> Result<Event> {
+        self.event_stamp(event_type).with(data)
     }
 
     // Health

@@ -5,7 +5,8 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    Integration, NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberStatus, PhoneNumberUpdate,
+    EventType, Integration, NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberStatus,
+    PhoneNumberUpdate,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
@@ -98,7 +99,8 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        self.repo.phone_number_insert(&number).await?;
+        let event = self.event(EventType::PhoneNumberCreated, &number)?;
+        self.repo.phone_number_insert(&number, &event).await?;
         Ok(number)
     }
 
@@ -173,7 +175,8 @@ impl Service {
             number.supports_outbound = v;
         }
         number.updated_at = self.now().max(number.updated_at);
-        self.repo.phone_number_update(&number).await?;
+        let event = self.event(EventType::PhoneNumberUpdated, &number)?;
+        self.repo.phone_number_update(&number, &event).await?;
         Ok(number)
     }
 
@@ -187,7 +190,11 @@ impl Service {
         let id = IdKind::PhoneNumber.parse(phone_number_id)?;
         let number = self
             .repo
-            .phone_number_delete(&actor.organization_id, &id)
+            .phone_number_delete(
+                &actor.organization_id,
+                &id,
+                &self.event_stamp(EventType::PhoneNumberDeleted),
+            )
             .await?
             .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))?;
         Ok(Outcome::new(number, "phone number deleted"))

@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::Service;
 use crate::auth::Actor;
 use crate::blob::BlobStore;
-use crate::blob::{BlobRead, ByteStream, RangeRequest};
+use crate::blob::{BlobRead, ByteStream, RangeRequest, StreamDigest};
 use crate::error::{Error, Result};
-use crate::model::{Call, Recording, RecordingLink};
+use crate::model::{Call, EventType, Recording, RecordingLink, RecordingReady};
 use crate::role::Permission;
 use std::sync::Arc;
 
@@ -114,20 +114,29 @@ impl Service {
             "recordings/{}/{}.{ext}",
             actor.organization_id, call.call_sid
         );
-        let size = blobs.put(&key, content_type, body).await?;
+        let digest = StreamDigest::default();
+        let size = blobs.put(&key, content_type, digest.tap(body)).await?;
         let recording = Recording {
             key: key.clone(),
             content_type: content_type.to_owned(),
             size: i64::try_from(size).unwrap_or(i64::MAX),
         };
+        let ready = RecordingReady {
+            call_sid: call.call_sid.clone(),
+            content_type: content_type.to_owned(),
+            size: recording.size,
+            sha256: digest.hex(),
+        };
         let previous = call.recording.replace(recording);
         call.updated_at = self.now().max(call.updated_at);
+        let event = self.event(EventType::RecordingReady, &ready)?;
         self.repo
             .call_set_recording(
                 &actor.organization_id,
                 &call.call_sid,
                 call.recording.as_ref(),
                 call.updated_at,
+                &event,
             )
             .await?;
         if let Some(old) = previous.filter(|old| old.key != key) {

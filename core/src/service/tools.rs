@@ -4,7 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{NewTool, Outcome, Tool, ToolSummary, ToolUpdate};
+use crate::model::{EventType, NewTool, Outcome, Tool, ToolSummary, ToolUpdate};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
@@ -104,7 +104,8 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        self.repo.tool_insert(&tool).await?;
+        let event = self.event(EventType::ToolCreated, &tool)?;
+        self.repo.tool_insert(&tool, &event).await?;
         Ok(tool)
     }
 
@@ -165,7 +166,8 @@ impl Service {
             tool.timeout_seconds = timeout(v)?;
         }
         tool.updated_at = self.now().max(tool.updated_at);
-        self.repo.tool_update(&tool).await?;
+        let event = self.event(EventType::ToolUpdated, &tool)?;
+        self.repo.tool_update(&tool, &event).await?;
         Ok(tool)
     }
 
@@ -175,7 +177,11 @@ impl Service {
         let id = IdKind::Tool.parse(tool_id)?;
         let tool = self
             .repo
-            .tool_delete(&actor.organization_id, &id)
+            .tool_delete(
+                &actor.organization_id,
+                &id,
+                &self.event_stamp(EventType::ToolDeleted),
+            )
             .await?
             .ok_or_else(|| Error::not_found(format!("tool {id} not found")))?;
         Ok(Outcome::new(tool, "tool deleted"))

@@ -8,6 +8,7 @@
 pub(crate) mod agents;
 pub(crate) mod api_keys;
 pub(crate) mod calls;
+pub(crate) mod events;
 pub(crate) mod health;
 pub(crate) mod integrations;
 pub(crate) mod knowledge_base;

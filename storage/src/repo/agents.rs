@@ -8,12 +8,12 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
 };
 use voiceplane_core::Result;
-use voiceplane_core::model::{Agent, PhoneNumberStatus};
+use voiceplane_core::model::{Agent, Event, EventStamp, PhoneNumberStatus};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::AgentRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{keyset, lock_org, require_existing};
+use super::{keyset, lock_org, record_event, require_existing};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts};
 use crate::entity::{agent, document, phone_number, tool};
@@ -228,7 +228,7 @@ async fn get<C: ConnectionTrait>(
 
 #[async_trait]
 impl AgentRepository for SeaRepository {
-    async fn agent_insert(&self, a: &Agent) -> Result<()> {
+    async fn agent_insert(&self, a: &Agent, event: &Event) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, &a.organization_id).await?;
         check_references(&txn, a).await?;
@@ -237,6 +237,7 @@ impl AgentRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         assign_numbers(&txn, a).await?;
+        record_event(&txn, &a.organization_id, event).await?;
         txn.commit().await.map_err(db_err)
     }
 
@@ -281,7 +282,7 @@ impl AgentRepository for SeaRepository {
             .collect()
     }
 
-    async fn agent_update(&self, a: &Agent) -> Result<()> {
+    async fn agent_update(&self, a: &Agent, event: &EventStamp) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, &a.organization_id).await?;
         check_references(&txn, a).await?;
@@ -302,6 +303,10 @@ impl AgentRepository for SeaRepository {
         )
         .await?;
         assign_numbers(&txn, a).await?;
+        // The agent as the write left it, numbers in the order a read returns them.
+        if let Some(updated) = get(&txn, &a.organization_id, &a.agent_id).await? {
+            record_event(&txn, &a.organization_id, &event.with(&updated)?).await?;
+        }
         txn.commit().await.map_err(db_err)
     }
 
@@ -310,6 +315,7 @@ impl AgentRepository for SeaRepository {
         organization_id: &str,
         agent_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<Option<Agent>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
@@ -321,6 +327,7 @@ impl AgentRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        record_event(&txn, organization_id, &event.with(&agent)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(agent))
     }

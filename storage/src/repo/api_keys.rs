@@ -2,14 +2,14 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
-use voiceplane_core::Result;
-use voiceplane_core::model::{ApiKey, ApiKeyStatus};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use voiceplane_core::model::{ApiKey, ApiKeyStatus, Event, EventStamp};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::ApiKeyRepository;
 use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
 
-use super::{all, keyset, one, touch};
+use super::{all, keyset, one, record_event, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::api_key;
@@ -48,12 +48,14 @@ pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> api_key::ActiveModel
 
 #[async_trait]
 impl ApiKeyRepository for SeaRepository {
-    async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str) -> Result<()> {
+    async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         api_key::Entity::insert(api_key_row(key, secret_hash))
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_event(&txn, &key.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
@@ -113,7 +115,9 @@ impl ApiKeyRepository for SeaRepository {
         organization_id: &str,
         key_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<bool> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         // One conditional write: of any number of concurrent revocations exactly one matches.
         let result = api_key::Entity::update_many()
             .col_expr(
@@ -124,9 +128,21 @@ impl ApiKeyRepository for SeaRepository {
             .filter(api_key::Column::KeyId.eq(key_id))
             .filter(api_key::Column::OrganizationId.eq(organization_id))
             .filter(api_key::Column::Status.eq(enum_str(&ApiKeyStatus::Active)))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(result.rows_affected == 1)
+        if result.rows_affected != 1 {
+            return Ok(false);
+        }
+        let key = one(
+            &txn,
+            api_key::Entity::find_by_id(key_id.to_owned()),
+            api_key_from,
+        )
+        .await?
+        .ok_or_else(|| Error::Internal("revoked key vanished".to_owned()))?;
+        record_event(&txn, organization_id, &event.with(&key)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 }

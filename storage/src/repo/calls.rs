@@ -2,14 +2,14 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 use voiceplane_core::Result;
-use voiceplane_core::model::{Call, Recording};
+use voiceplane_core::model::{Call, Event, Recording};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::CallRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{all, keyset, one};
+use super::{all, keyset, one, record_event, record_if_changed};
 use crate::SeaRepository;
 use crate::convert::{db_err, parse_enum, ts, ts_opt};
 use crate::entity::call;
@@ -73,12 +73,14 @@ fn call_row(c: &Call) -> call::ActiveModel {
 
 #[async_trait]
 impl CallRepository for SeaRepository {
-    async fn call_insert(&self, call: &Call) -> Result<()> {
+    async fn call_insert(&self, call: &Call, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         call::Entity::insert(call_row(call))
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_event(&txn, &call.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>> {
@@ -91,8 +93,9 @@ impl CallRepository for SeaRepository {
         .await
     }
 
-    async fn call_update(&self, c: &Call) -> Result<()> {
-        call::Entity::update_many()
+    async fn call_update(&self, c: &Call, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let result = call::Entity::update_many()
             .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
             .col_expr(call::Column::EndReason, Expr::val(c.end_reason.clone()))
             .col_expr(
@@ -113,10 +116,11 @@ impl CallRepository for SeaRepository {
             .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
             .filter(call::Column::CallSid.eq(&c.call_sid))
             .filter(call::Column::OrganizationId.eq(&c.organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_if_changed(&txn, &c.organization_id, event, result.rows_affected).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>> {
@@ -135,8 +139,10 @@ impl CallRepository for SeaRepository {
         call_sid: &str,
         recording: Option<&Recording>,
         updated_at: Timestamp,
+        event: &Event,
     ) -> Result<()> {
-        call::Entity::update_many()
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let result = call::Entity::update_many()
             .col_expr(
                 call::Column::RecordingKey,
                 Expr::val(recording.map(|r| r.key.clone())),
@@ -152,9 +158,10 @@ impl CallRepository for SeaRepository {
             .col_expr(call::Column::UpdatedAt, Expr::val(updated_at.as_micros()))
             .filter(call::Column::CallSid.eq(call_sid))
             .filter(call::Column::OrganizationId.eq(organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_if_changed(&txn, organization_id, event, result.rows_affected).await?;
+        txn.commit().await.map_err(db_err)
     }
 }

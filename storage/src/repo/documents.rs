@@ -3,12 +3,12 @@
 use async_trait::async_trait;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 use voiceplane_core::Result;
-use voiceplane_core::model::Document;
+use voiceplane_core::model::{Document, Event, EventStamp};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::DocumentRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{agents, all, keyset, lock_org, one};
+use super::{agents, all, keyset, lock_org, one, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::document;
@@ -56,12 +56,14 @@ fn document_row(d: &Document, text: Option<&str>) -> document::ActiveModel {
 
 #[async_trait]
 impl DocumentRepository for SeaRepository {
-    async fn document_insert(&self, d: &Document, text: Option<&str>) -> Result<()> {
+    async fn document_insert(&self, d: &Document, text: Option<&str>, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         document::Entity::insert(document_row(d, text))
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_event(&txn, &d.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn document_get(&self, organization_id: &str, id: &str) -> Result<Option<Document>> {
@@ -109,7 +111,12 @@ impl DocumentRepository for SeaRepository {
         Ok(())
     }
 
-    async fn document_delete(&self, organization_id: &str, id: &str) -> Result<Option<Document>> {
+    async fn document_delete(
+        &self,
+        organization_id: &str,
+        id: &str,
+        event: &EventStamp,
+    ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
         let Some(doc) = one(
@@ -127,6 +134,7 @@ impl DocumentRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         agents::remove_reference(&txn, organization_id, agents::Refs::Documents, id).await?;
+        record_event(&txn, organization_id, &event.with(&doc)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(doc))
     }

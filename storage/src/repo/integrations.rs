@@ -4,13 +4,13 @@ use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select, TransactionTrait,
 };
-use voiceplane_core::model::{Integration, IntegrationFilter};
+use voiceplane_core::model::{Event, EventStamp, Integration, IntegrationFilter};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{IntegrationDeletion, IntegrationRepository};
 use voiceplane_core::{Error, Result};
 
 use super::phone_numbers::phone_number_from;
-use super::{all, keyset, lock_org, one};
+use super::{all, keyset, lock_org, one, record_event, record_if_changed};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts};
 use crate::entity::{integration, phone_number};
@@ -49,12 +49,14 @@ fn in_org(organization_id: &str, id: &str) -> Select<integration::Entity> {
 
 #[async_trait]
 impl IntegrationRepository for SeaRepository {
-    async fn integration_insert(&self, i: &Integration, sealed: &str) -> Result<()> {
+    async fn integration_insert(&self, i: &Integration, sealed: &str, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         integration::Entity::insert(integration_row(i, sealed))
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        record_event(&txn, &i.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn integration_get(
@@ -101,27 +103,37 @@ impl IntegrationRepository for SeaRepository {
         .await
     }
 
-    async fn integration_update(&self, i: &Integration, sealed: Option<&str>) -> Result<()> {
+    async fn integration_update(
+        &self,
+        i: &Integration,
+        sealed: Option<&str>,
+        event: Option<&Event>,
+    ) -> Result<()> {
         let mut row = integration_row(i, sealed.unwrap_or_default());
         row.created_at = sea_orm::ActiveValue::NotSet;
         row.provider = sea_orm::ActiveValue::NotSet;
         if sealed.is_none() {
             row.credentials_ciphertext = sea_orm::ActiveValue::NotSet;
         }
-        integration::Entity::update_many()
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let result = integration::Entity::update_many()
             .set(row)
             .filter(integration::Column::IntegrationId.eq(&i.integration_id))
             .filter(integration::Column::OrganizationId.eq(&i.organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        if let Some(event) = event {
+            record_if_changed(&txn, &i.organization_id, event, result.rows_affected).await?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 
     async fn integration_delete(
         &self,
         organization_id: &str,
         id: &str,
+        event: &EventStamp,
     ) -> Result<IntegrationDeletion> {
         let txn = self.db.begin().await.map_err(db_err)?;
         // Phone number writes take the same lock, so no number can start referencing the
@@ -153,6 +165,7 @@ impl IntegrationRepository for SeaRepository {
                 ),
                 _ => db_err(e),
             })?;
+        record_event(&txn, organization_id, &event.with(&integration)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(IntegrationDeletion::Deleted(integration))
     }

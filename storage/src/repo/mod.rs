@@ -12,11 +12,13 @@ use voiceplane_core::{Error, Result};
 
 use crate::convert::db_err;
 use crate::entity::organization;
+pub(crate) use events::{record_event, record_if_changed};
 
 mod agents;
 mod api_keys;
 mod calls;
 mod documents;
+mod events;
 mod integrations;
 pub(crate) mod jobs;
 mod organizations;

@@ -7,7 +7,7 @@ use sea_orm::{
     TransactionTrait,
 };
 use voiceplane_core::model::{
-    ApiKeyStatus, Invitation, InvitationStatus, Member, Membership, User,
+    ApiKeyStatus, Event, EventStamp, Invitation, InvitationStatus, Member, Membership, User,
 };
 use voiceplane_core::repo::{
     AcceptRecords, BootstrapRecords, HealthRepository, OrganizationRepository,
@@ -17,7 +17,7 @@ use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
 use super::api_keys::api_key_row;
-use super::{all, lock_org, one, touch};
+use super::{all, lock_org, one, record_event, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::{api_key, invitation, membership, organization, user};
@@ -231,7 +231,12 @@ impl OrganizationRepository for SeaRepository {
         rows.into_iter().map(|(m, u)| member_from(m, u)).collect()
     }
 
-    async fn invitation_insert(&self, inv: &Invitation, now: Timestamp) -> Result<()> {
+    async fn invitation_insert(
+        &self,
+        inv: &Invitation,
+        now: Timestamp,
+        event: &Event,
+    ) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         // A pending invitation past its expiry no longer blocks a new one.
         invitation::Entity::update_many()
@@ -260,6 +265,7 @@ impl OrganizationRepository for SeaRepository {
                 format!("a pending invitation for {} already exists", inv.email)
             })
         })?;
+        record_event(&txn, &inv.organization_id, event).await?;
         txn.commit().await.map_err(db_err)
     }
 
@@ -293,7 +299,13 @@ impl OrganizationRepository for SeaRepository {
         one(&self.db, select, invitation_from).await
     }
 
-    async fn invitation_revoke(&self, organization_id: &str, invite_id: &str) -> Result<bool> {
+    async fn invitation_revoke(
+        &self,
+        organization_id: &str,
+        invite_id: &str,
+        event: &EventStamp,
+    ) -> Result<bool> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         let result = invitation::Entity::update_many()
             .col_expr(
                 invitation::Column::Status,
@@ -302,13 +314,31 @@ impl OrganizationRepository for SeaRepository {
             .filter(invitation::Column::InviteId.eq(invite_id))
             .filter(invitation::Column::OrganizationId.eq(organization_id))
             .filter(invitation::Column::Status.eq(enum_str(&InvitationStatus::Pending)))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(result.rows_affected == 1)
+        if result.rows_affected != 1 {
+            return Ok(false);
+        }
+        let invitation = one(
+            &txn,
+            invitation::Entity::find_by_id(invite_id.to_owned()),
+            invitation_from,
+        )
+        .await?
+        .ok_or_else(|| Error::Internal("revoked invitation vanished".to_owned()))?;
+        record_event(&txn, organization_id, &event.with(&invitation)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
-    async fn invitation_accept(&self, a: &AcceptRecords, now: Timestamp) -> Result<Member> {
+    async fn invitation_accept(
+        &self,
+        a: &AcceptRecords,
+        now: Timestamp,
+        accepted: &Event,
+        member_added: &EventStamp,
+    ) -> Result<Member> {
         let org = a.invitation.organization_id.as_str();
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, org).await?;
@@ -349,6 +379,8 @@ impl OrganizationRepository for SeaRepository {
         let member = member_get(&txn, org, &a.membership.membership_id)
             .await?
             .ok_or_else(|| Error::Internal("accepted membership vanished".to_owned()))?;
+        record_event(&txn, org, accepted).await?;
+        record_event(&txn, org, &member_added.with(&member)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(member)
     }
@@ -366,6 +398,7 @@ impl OrganizationRepository for SeaRepository {
         organization_id: &str,
         membership_id: &str,
         role: Role,
+        event: &EventStamp,
     ) -> Result<Member> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
@@ -382,8 +415,9 @@ impl OrganizationRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        txn.commit().await.map_err(db_err)?;
         member.role = role;
+        record_event(&txn, organization_id, &event.with(&member)?).await?;
+        txn.commit().await.map_err(db_err)?;
         Ok(member)
     }
 
@@ -392,6 +426,7 @@ impl OrganizationRepository for SeaRepository {
         organization_id: &str,
         membership_id: &str,
         now: Timestamp,
+        event: &EventStamp,
     ) -> Result<Member> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
@@ -418,6 +453,7 @@ impl OrganizationRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        record_event(&txn, organization_id, &event.with(&member)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(member)
     }

@@ -4,12 +4,12 @@ use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
 };
-use voiceplane_core::model::PhoneNumber;
+use voiceplane_core::model::{Event, EventStamp, PhoneNumber};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::PhoneNumberRepository;
 use voiceplane_core::{Error, Result};
 
-use super::{all, keyset, lock_org, one, require_existing};
+use super::{all, keyset, lock_org, one, record_event, record_if_changed, require_existing};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts};
 use crate::entity::{agent, integration, phone_number};
@@ -91,7 +91,7 @@ fn write_err(e: sea_orm::DbErr, n: &PhoneNumber) -> Error {
 
 #[async_trait]
 impl PhoneNumberRepository for SeaRepository {
-    async fn phone_number_insert(&self, n: &PhoneNumber) -> Result<()> {
+    async fn phone_number_insert(&self, n: &PhoneNumber, event: &Event) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, &n.organization_id).await?;
         check_references(&txn, n).await?;
@@ -99,6 +99,7 @@ impl PhoneNumberRepository for SeaRepository {
             .exec_without_returning(&txn)
             .await
             .map_err(|e| write_err(e, n))?;
+        record_event(&txn, &n.organization_id, event).await?;
         txn.commit().await.map_err(db_err)
     }
 
@@ -136,19 +137,20 @@ impl PhoneNumberRepository for SeaRepository {
         .await
     }
 
-    async fn phone_number_update(&self, n: &PhoneNumber) -> Result<()> {
+    async fn phone_number_update(&self, n: &PhoneNumber, event: &Event) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, &n.organization_id).await?;
         check_references(&txn, n).await?;
         let mut row = phone_number_row(n);
         row.created_at = sea_orm::ActiveValue::NotSet;
-        phone_number::Entity::update_many()
+        let result = phone_number::Entity::update_many()
             .set(row)
             .filter(phone_number::Column::PhoneNumberId.eq(&n.phone_number_id))
             .filter(phone_number::Column::OrganizationId.eq(&n.organization_id))
             .exec(&txn)
             .await
             .map_err(|e| write_err(e, n))?;
+        record_if_changed(&txn, &n.organization_id, event, result.rows_affected).await?;
         txn.commit().await.map_err(db_err)
     }
 
@@ -156,16 +158,30 @@ impl PhoneNumberRepository for SeaRepository {
         &self,
         organization_id: &str,
         id: &str,
+        event: &EventStamp,
     ) -> Result<Option<PhoneNumber>> {
-        let Some(number) = self.phone_number_get(organization_id, id).await? else {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(number) = one(
+            &txn,
+            phone_number::Entity::find_by_id(id.to_owned())
+                .filter(phone_number::Column::OrganizationId.eq(organization_id)),
+            phone_number_from,
+        )
+        .await?
+        else {
             return Ok(None);
         };
         let deleted = phone_number::Entity::delete_many()
             .filter(phone_number::Column::PhoneNumberId.eq(id))
             .filter(phone_number::Column::OrganizationId.eq(organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok((deleted.rows_affected == 1).then_some(number))
+        if deleted.rows_affected != 1 {
+            return Ok(None);
+        }
+        record_event(&txn, organization_id, &event.with(&number)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(number))
     }
 }

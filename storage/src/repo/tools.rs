@@ -3,11 +3,11 @@
 use async_trait::async_trait;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 use voiceplane_core::Result;
-use voiceplane_core::model::Tool;
+use voiceplane_core::model::{Event, EventStamp, Tool};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::ToolRepository;
 
-use super::{agents, all, keyset, lock_org, one};
+use super::{agents, all, keyset, lock_org, one, record_event, record_if_changed};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, from_json, to_json, ts};
 use crate::entity::tool;
@@ -50,12 +50,14 @@ fn duplicate_name(t: &Tool) -> impl FnOnce() -> String + '_ {
 
 #[async_trait]
 impl ToolRepository for SeaRepository {
-    async fn tool_insert(&self, t: &Tool) -> Result<()> {
+    async fn tool_insert(&self, t: &Tool, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         tool::Entity::insert(tool_row(t)?)
-            .exec_without_returning(&self.db)
+            .exec_without_returning(&txn)
             .await
             .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
-        Ok(())
+        record_event(&txn, &t.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn tool_get(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>> {
@@ -87,18 +89,25 @@ impl ToolRepository for SeaRepository {
             .map_err(db_err)
     }
 
-    async fn tool_update(&self, t: &Tool) -> Result<()> {
-        tool::Entity::update_many()
+    async fn tool_update(&self, t: &Tool, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let result = tool::Entity::update_many()
             .set(tool_row(t)?)
             .filter(tool::Column::ToolId.eq(&t.tool_id))
             .filter(tool::Column::OrganizationId.eq(&t.organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
-        Ok(())
+        record_if_changed(&txn, &t.organization_id, event, result.rows_affected).await?;
+        txn.commit().await.map_err(db_err)
     }
 
-    async fn tool_delete(&self, organization_id: &str, tool_id: &str) -> Result<Option<Tool>> {
+    async fn tool_delete(
+        &self,
+        organization_id: &str,
+        tool_id: &str,
+        event: &EventStamp,
+    ) -> Result<Option<Tool>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
         let Some(tool) = one(
@@ -116,6 +125,7 @@ impl ToolRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         agents::remove_reference(&txn, organization_id, agents::Refs::Tools, tool_id).await?;
+        record_event(&txn, organization_id, &event.with(&tool)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(tool))
     }

@@ -473,6 +473,23 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     .await;
     c.expect(M::DELETE, &membership, Body::None, 200).await;
 
+    // Events: every change above recorded one.
+    let events = c
+        .expect(
+            M::GET,
+            "/api/events?type=member.removed&type=tool.created",
+            Body::None,
+            200,
+        )
+        .await;
+    c.expect(
+        M::GET,
+        &format!("/api/events/{}", str_of(&events["data"][0], "event_id")),
+        Body::None,
+        200,
+    )
+    .await;
+
     // Errors: `{detail}` with the documented statuses.
     c.with_key(None)
         .expect(M::GET, "/api/agents", Body::None, 401)

@@ -1,0 +1,196 @@
+//! Events: the record of every state change, written in the same transaction as the change, and
+//! the query of the events list.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::time::Timestamp;
+
+/// Declares [`EventType`] once: each variant with its dotted wire name, so the enum, its
+/// serialization, [`EventType::ALL`], [`EventType::as_str`] and parsing cannot disagree.
+macro_rules! event_types {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+        /// The type of an event, serialized with its dotted name (`call.created`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+        pub enum EventType {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)+
+        }
+
+        impl EventType {
+            /// Every event type, in catalogue order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
+
+            /// The dotted wire name, e.g. `call.created`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+event_types! {
+    /// A call was recorded.
+    CallCreated => "call.created",
+    /// A call changed.
+    CallUpdated => "call.updated",
+    /// A call was deleted.
+    CallDeleted => "call.deleted",
+    /// A call's recording was stored.
+    RecordingReady => "recording.ready",
+    /// A call's recording was deleted.
+    RecordingDeleted => "recording.deleted",
+    /// A knowledge-base document was added.
+    DocumentCreated => "document.created",
+    /// A document's processing completed or failed.
+    DocumentProcessed => "document.processed",
+    /// A document was deleted.
+    DocumentDeleted => "document.deleted",
+    /// An agent was created.
+    AgentCreated => "agent.created",
+    /// An agent changed.
+    AgentUpdated => "agent.updated",
+    /// An agent was deleted.
+    AgentDeleted => "agent.deleted",
+    /// A tool was created.
+    ToolCreated => "tool.created",
+    /// A tool changed.
+    ToolUpdated => "tool.updated",
+    /// A tool was deleted.
+    ToolDeleted => "tool.deleted",
+    /// A phone number was added.
+    PhoneNumberCreated => "phone_number.created",
+    /// A phone number changed.
+    PhoneNumberUpdated => "phone_number.updated",
+    /// A phone number was deleted.
+    PhoneNumberDeleted => "phone_number.deleted",
+    /// Telephony credentials were stored.
+    IntegrationCreated => "integration.created",
+    /// An integration's credentials were tested with its provider.
+    IntegrationValidated => "integration.validated",
+    /// An integration was deleted with its credentials.
+    IntegrationDeleted => "integration.deleted",
+    /// An API key was created (the data never holds its secret).
+    ApiKeyCreated => "api_key.created",
+    /// An API key was revoked.
+    ApiKeyRevoked => "api_key.revoked",
+    /// Someone became a member.
+    MemberAdded => "member.added",
+    /// A member's role changed.
+    MemberUpdated => "member.updated",
+    /// A member was removed.
+    MemberRemoved => "member.removed",
+    /// Someone was invited.
+    InvitationCreated => "invitation.created",
+    /// An invitation was accepted.
+    InvitationAccepted => "invitation.accepted",
+    /// An invitation was withdrawn.
+    InvitationRevoked => "invitation.revoked",
+    /// A test event sent to a webhook endpoint.
+    WebhookTest => "webhook.test",
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EventType {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown event type `{}`",
+                    crate::ids::truncate(s, 60)
+                ))
+            })
+    }
+}
+
+// By hand rather than derived so that an unknown type is refused with a sentence naming it,
+// not serde's list of the whole catalogue.
+impl<'de> Deserialize<'de> for EventType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse()
+            .map_err(|e: Error| serde::de::Error::custom(e.public_message()))
+    }
+}
+
+/// A state change, as `GET /api/events` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct Event {
+    /// `evt_` + 16 hex digits.
+    pub event_id: String,
+    /// What happened.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// When it happened: the time of the change.
+    pub created_at: Timestamp,
+    /// The resource as the API returns it after the change (for deletes: as it was).
+    pub data: serde_json::Value,
+}
+
+/// The id, type and time of an event whose data the repository reads inside the write's own
+/// transaction: the resource as it was deleted, or as the write left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventStamp {
+    /// `evt_` + 16 hex digits.
+    pub event_id: String,
+    /// What happens.
+    pub event_type: EventType,
+    /// The time of the change.
+    pub created_at: Timestamp,
+}
+
+impl EventStamp {
+    /// The event carrying `data` serialized as the API returns it.
+    pub fn with<T: Serialize>(&self, data: &T) -> Result<Event> {
+        let data = serde_json::to_value(data)
+            .map_err(|e| Error::Internal(format!("encoding the data of an event: {e}")))?;
+        Ok(Event {
+            event_id: self.event_id.clone(),
+            event_type: self.event_type,
+            created_at: self.created_at,
+            data,
+        })
+    }
+}
+
+/// The filter of `GET /api/events`, beside the page parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct EventFilter {
+    /// Only events of these types; repeat the parameter for several. Every type when omitted.
+    #[serde(rename = "type", default)]
+    pub types: Vec<EventType>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_round_trips_and_unknown_ones_are_named() {
+        for t in EventType::ALL {
+            let json = serde_json::to_value(t).unwrap();
+            assert_eq!(json, t.as_str());
+            assert_eq!(serde_json::from_value::<EventType>(json).unwrap(), *t);
+        }
+        assert_eq!(EventType::ALL.len(), 29);
+        let err = serde_json::from_value::<EventType>("call.exploded".into()).unwrap_err();
+        assert!(err.to_string().contains("`call.exploded`"), "{err}");
+    }
+}
