@@ -180,7 +180,10 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
         .with_jwt(jwt)
         .with_voice_providers(voices)
         .with_telephony(telephony)
-        .with_recording_urls(&config.public_url(), signer);
+        .with_recording_urls(&config.public_url(), signer)
+        .with_event_retention(std::time::Duration::from_secs(
+            u64::try_from(config.events.retention_days).unwrap_or(u64::MAX / 2) * 86_400,
+        ));
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));
     }
@@ -268,6 +271,10 @@ pub async fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Runtime(format!("cannot read the listening address: {e}")))?;
+    service
+        .jobs_schedule_recurring()
+        .await
+        .map_err(|e| Error::Runtime(scrub(&e.to_string(), &config.database.url)))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let runner = service.job_runner(RunnerConfig::default());
     let jobs = tokio::spawn(runner.run(async move {

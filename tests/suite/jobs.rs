@@ -320,6 +320,62 @@ async fn a_recurring_job_runs_again_when_it_asks(ctx: &TestContext) {
     task.await.unwrap();
 }
 
+/// The events sweep, scheduled once however many instances ask, deletes the events older
+/// than the retention period, keeps the others, and schedules its next run.
+async fn the_events_sweep_deletes_expired_events_and_runs_again(ctx: &TestContext) {
+    use voiceplane_core::model::EventFilter;
+    use voiceplane_core::page::PageParams;
+    use voiceplane_suite::new_tool;
+
+    let admin = ctx.admin("Acme").await;
+    for name in ["old-1", "old-2"] {
+        ctx.service
+            .tool_create(&admin, new_tool(name))
+            .await
+            .unwrap();
+    }
+    ctx.clock.advance(31 * 24 * 3600);
+    ctx.service
+        .tool_create(&admin, new_tool("recent"))
+        .await
+        .unwrap();
+    let list = || async {
+        ctx.service
+            .event_list(&admin, &EventFilter::default(), &PageParams::default())
+            .await
+            .unwrap()
+            .items
+    };
+    assert_eq!(list().await.len(), 3);
+
+    // Two instances starting schedule one sweep.
+    ctx.service.jobs_schedule_recurring().await.unwrap();
+    ctx.service.jobs_schedule_recurring().await.unwrap();
+    let mut cfg = config("w1");
+    cfg.idle_check = Duration::from_millis(20);
+    let runner = ctx.service.job_runner(cfg);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
+    eventually("the expired events are gone", || async {
+        list().await.len() == 1
+    })
+    .await;
+    let kept = list().await;
+    assert_eq!(kept[0].data["tool_name"], "recent");
+    eventually("the sweep is scheduled again", || async {
+        ctx.repo
+            .job_next_due()
+            .await
+            .unwrap()
+            .is_some_and(|due| due > ctx.clock.peek().add_seconds(3500))
+    })
+    .await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 db_tests!(
     a_job_runs_once_and_is_gone,
     failures_are_retried_until_success_or_out_of_attempts,
@@ -328,4 +384,5 @@ db_tests!(
     concurrent_runners_run_each_job_exactly_once,
     shutdown_hands_back_a_running_job,
     a_recurring_job_runs_again_when_it_asks,
+    the_events_sweep_deletes_expired_events_and_runs_again,
 );

@@ -252,7 +252,8 @@ mod tests {
                     "database.url" => "sqlite::memory:",
                     "database.max_connections"
                     | "http.max_body_bytes"
-                    | "http.max_upload_bytes" => "5",
+                    | "http.max_upload_bytes"
+                    | "events.retention_days" => "5",
                     "storage.backend" => "s3",
                     "storage.path_style" => "false",
                     "secrets.master_key" => "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",

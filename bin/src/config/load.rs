@@ -181,6 +181,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if self.events.retention_days == 0 {
+            return Err(ConfigError::new(
+                "events.retention_days",
+                "must be at least 1",
+            ));
+        }
         Ok(())
     }
 

@@ -29,9 +29,9 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, HttpSettings, ProviderOneConfig, ProviderTwoConfig,
-    ProvidersConfig, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
-    TelephonyProviderConfig,
+    AuthConfig, Config, DatabaseConfig, EventsSettings, HttpSettings, ProviderOneConfig,
+    ProviderTwoConfig, ProvidersConfig, SecretsConfig, StorageBackend, StorageConfig,
+    TelephonyConfig, TelephonyProviderConfig,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -75,6 +75,7 @@ pub const KEYS: &[&str] = &[
     "telephony.telnyx.base_url",
     "http.max_body_bytes",
     "http.max_upload_bytes",
+    "events.retention_days",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

@@ -34,6 +34,8 @@ pub struct Config {
     pub telephony: TelephonyConfig,
     /// `http.*`: limits of the HTTP adapter.
     pub http: HttpSettings,
+    /// `events.*`: how long events are kept.
+    pub events: EventsSettings,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             providers: ProvidersConfig::default(),
             telephony: TelephonyConfig::default(),
             http: HttpSettings::default(),
+            events: EventsSettings::default(),
         }
     }
 }
@@ -328,6 +331,22 @@ impl Default for HttpSettings {
             max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
         }
+    }
+}
+
+/// `events.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsSettings {
+    /// `events.retention_days`: events older than this many days are deleted by an hourly
+    /// sweep.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub retention_days: usize,
+}
+
+impl Default for EventsSettings {
+    fn default() -> Self {
+        Self { retention_days: 30 }
     }
 }
 

@@ -1,21 +1,104 @@
 //! The service's durable jobs: the runner that executes them, with a handler for every kind
-//! of job the service enqueues.
+//! of job the service enqueues, and the recurring jobs every deployment runs.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
 
 use super::Service;
-use crate::jobs::{JobRepository, JobRunner, JobWaker, RunnerConfig};
+use crate::error::Result;
+use crate::jobs::{
+    Done, Job, JobError, JobHandler, JobRepository, JobRunner, JobWaker, NewJob, RunnerConfig,
+};
+use crate::repo::Repository;
+use crate::time::Clock;
+
+/// The kind of the recurring job that deletes events older than the retention period.
+pub const EVENTS_SWEEP: &str = "events.sweep";
+
+/// Events deleted per statement by the sweep: small enough that no delete holds its locks
+/// for long, whatever the backlog.
+const SWEEP_BATCH: u64 = 1000;
+
+/// Deletes expired events in batches, then asks to run again after `interval`.
+struct EventsSweep {
+    repo: Arc<dyn Repository>,
+    clock: Arc<dyn Clock>,
+    retention: Duration,
+    interval: Duration,
+}
+
+#[async_trait]
+impl JobHandler for EventsSweep {
+    async fn run(&self, _job: &Job) -> std::result::Result<Done, JobError> {
+        let now = self.clock.now();
+        let cutoff = now.add_seconds(-i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX));
+        let mut deleted = 0u64;
+        loop {
+            let n = self
+                .repo
+                .event_delete_older_than(cutoff, SWEEP_BATCH)
+                .await?;
+            deleted += n;
+            if n < SWEEP_BATCH {
+                break;
+            }
+        }
+        if deleted > 0 {
+            tracing::info!(deleted, "expired events deleted");
+        }
+        Ok(Done::RunAgainAt(now.plus(self.interval)))
+    }
+}
 
 impl Service {
     /// A runner for this service's jobs, over its repository and clock; jobs this service
     /// enqueues wake it at once. Run it with [`JobRunner::run`] in every instance.
     pub fn job_runner(&self, config: RunnerConfig) -> JobRunner {
         let repo: Arc<dyn JobRepository> = self.repo.clone();
-        JobRunner::new(repo, self.clock.clone(), self.jobs.clone(), config)
+        JobRunner::new(repo, self.clock.clone(), self.jobs.clone(), config).with_handler(
+            EVENTS_SWEEP,
+            Arc::new(EventsSweep {
+                repo: self.repo.clone(),
+                clock: self.clock.clone(),
+                retention: self.event_retention,
+                interval: self.sweep_interval,
+            }),
+        )
+    }
+
+    /// Keeps events for `retention` (default 30 days); the sweep deletes older ones.
+    pub fn with_event_retention(mut self, retention: Duration) -> Self {
+        self.event_retention = retention;
+        self
+    }
+
+    /// Runs the recurring sweeps every `interval` (default an hour).
+    pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
+        self.sweep_interval = interval;
+        self
     }
 
     /// Wakes this process's runners after a job was written.
     pub fn job_waker(&self) -> &JobWaker {
         &self.jobs
+    }
+
+    /// Makes sure every recurring job is scheduled (the events sweep); a no-op for those that
+    /// already are, so every instance may call it at start.
+    pub async fn jobs_schedule_recurring(&self) -> Result<()> {
+        let job = NewJob {
+            job_id: format!("job_{:016x}", rand::random::<u64>()),
+            kind: EVENTS_SWEEP.to_owned(),
+            payload: serde_json::json!({}),
+            run_at: self.now(),
+            max_attempts: 5,
+            unique_key: Some(EVENTS_SWEEP.to_owned()),
+        };
+        if self.repo.job_enqueue(&job).await? {
+            self.jobs.wake();
+        }
+        Ok(())
     }
 }

@@ -29,6 +29,7 @@ pub use documents::NewDocument;
 mod events;
 mod integrations;
 mod jobs;
+pub use jobs::EVENTS_SWEEP;
 mod members;
 mod phone_numbers;
 mod recordings;
@@ -56,6 +57,8 @@ pub struct Service {
     blobs: Option<Arc<dyn BlobStore>>,
     recording_urls: Option<RecordingUrls>,
     jobs: JobWaker,
+    event_retention: std::time::Duration,
+    sweep_interval: std::time::Duration,
 }
 
 impl std::fmt::Debug for Service {
@@ -87,6 +90,8 @@ impl Service {
             blobs: None,
             recording_urls: None,
             jobs: JobWaker::default(),
+            event_retention: std::time::Duration::from_secs(30 * 24 * 3600),
+            sweep_interval: std::time::Duration::from_secs(3600),
         }
     }
 
