@@ -9,11 +9,14 @@
 //!   voice);
 //! - [`HttpTelephonyValidator`], the
 //!   [`TelephonyValidator`](voiceplane_core::telephony::TelephonyValidator) of Twilio and
-//!   Telnyx credentials.
+//!   Telnyx credentials;
+//! - [`HttpWebhookSender`], the [`WebhookSender`](voiceplane_core::webhooks::WebhookSender)
+//!   of webhook deliveries, with a pool of its own that connects only to addresses its target
+//!   policy allows.
 //!
-//! Every implementation holds a clone of one [`HttpClient`]: a single `reqwest` connection pool
-//! per process with a connect timeout, a request timeout, a cap on response sizes and no
-//! redirects (a redirect could carry our API key to another host).
+//! Every other implementation holds a clone of one [`HttpClient`]: a single `reqwest`
+//! connection pool per process with a connect timeout, a request timeout, a cap on response
+//! sizes and no redirects (a redirect could carry our API key to another host).
 //!
 //! Failures become [`voiceplane_core::Error`]s whose sentence names the provider and never
 //! contains the upstream body or a key: timeouts, refused connections, 5xx, unexpected statuses
@@ -40,6 +43,7 @@
 mod provider_one;
 mod provider_two;
 mod telephony;
+mod webhooks;
 
 use std::fmt;
 use std::time::Duration;
@@ -51,6 +55,7 @@ use voiceplane_core::Error;
 pub use provider_one::{ProviderOne, ProviderOneSettings};
 pub use provider_two::{ProviderTwo, ProviderTwoSettings};
 pub use telephony::{HttpTelephonyValidator, TelephonySettings};
+pub use webhooks::{HttpWebhookSender, WebhookSenderSettings};
 
 /// Installs rustls' *ring* crypto provider as the process default, once. Every
 /// `reqwest::Client` in this workspace needs it (reqwest is built without a provider of its

@@ -42,6 +42,7 @@ pub mod telephony;
 pub mod time;
 pub mod validate;
 pub mod voice;
+pub mod webhooks;
 
 pub use error::{Error, Result};
 pub use service::{BootstrapInput, BootstrapOutput, Service};

@@ -1,5 +1,6 @@
 //! The HTTP clients against fake upstreams (wiremock) on loopback: the exact requests we send
-//! (path, query, headers, body), the mapping of the answers, and every failure mode.
+//! (path, query, headers, body), the mapping of the answers, and every failure mode; and the
+//! webhook sender against receivers there.
 //!
 //! Run: `cargo test -p voiceplane-clients`.
 
@@ -9,6 +10,7 @@ mod failures;
 mod provider_one;
 mod provider_two;
 mod telephony;
+mod webhooks;
 
 use std::time::Duration;
 
