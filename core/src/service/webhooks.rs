@@ -228,7 +228,10 @@ impl Service {
             EventType::WebhookTest,
             &serde_json::json!({ "webhook_id": id }),
         )?;
-        let delivery = Delivery::pending(&id, &event);
+        let delivery = Delivery {
+            delivery_id: self.id(IdKind::Delivery),
+            ..Delivery::pending(&id, &event)
+        };
         let job = delivery.job(event.created_at);
         let found = self
             .repo
