@@ -1,5 +1,5 @@
 //! Identifier formats. Every id is a fixed prefix followed by lower-case hex, e.g.
-//! `agent_3f9a0c1d2e4b5a6c`; `apikey_` and `intg_` ids carry exactly 12 hex digits.
+//! `agent_3f9a0c1d2e4b5a6c`; `apikey_`, `intg_` and `whk_` ids carry exactly 12 hex digits.
 
 use rand::RngExt;
 
@@ -37,11 +37,15 @@ pub enum IdKind {
     Invitation,
     /// `evt_` events.
     Event,
+    /// `whk_` webhook endpoints (exactly 12 hex digits).
+    Webhook,
+    /// `dlv_` webhook deliveries.
+    Delivery,
 }
 
 impl IdKind {
     /// Every kind of id.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 14] = [
         Self::Organization,
         Self::User,
         Self::Membership,
@@ -54,6 +58,8 @@ impl IdKind {
         Self::PhoneNumber,
         Self::Invitation,
         Self::Event,
+        Self::Webhook,
+        Self::Delivery,
     ];
 
     /// The prefix including its underscore.
@@ -71,13 +77,15 @@ impl IdKind {
             Self::PhoneNumber => "phon_",
             Self::Invitation => "inv_",
             Self::Event => "evt_",
+            Self::Webhook => "whk_",
+            Self::Delivery => "dlv_",
         }
     }
 
     /// How many hex digits a new id of this kind gets.
     pub const fn generated_len(self) -> usize {
         match self {
-            Self::ApiKey | Self::Integration => 12,
+            Self::ApiKey | Self::Integration | Self::Webhook => 12,
             Self::Call => 24,
             _ => 16,
         }
@@ -87,7 +95,7 @@ impl IdKind {
     /// (their length is part of the API's published format) rather than [`MIN_HEX_DIGITS`] to
     /// [`MAX_HEX_DIGITS`].
     const fn fixed_len(self) -> bool {
-        matches!(self, Self::ApiKey | Self::Integration)
+        matches!(self, Self::ApiKey | Self::Integration | Self::Webhook)
     }
 
     /// The field name used in error messages, e.g. `agent_id`.
@@ -105,6 +113,8 @@ impl IdKind {
             Self::PhoneNumber => "phone_number_id",
             Self::Invitation => "invite_id",
             Self::Event => "event_id",
+            Self::Webhook => "webhook_id",
+            Self::Delivery => "delivery_id",
         }
     }
 

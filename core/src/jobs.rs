@@ -46,6 +46,11 @@ pub struct Job {
     pub run_at: Timestamp,
 }
 
+/// A new random job id: `job_` + 16 hex digits.
+pub fn new_job_id() -> String {
+    format!("job_{:016x}", rand::random::<u64>())
+}
+
 /// A job to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {

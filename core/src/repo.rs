@@ -14,8 +14,9 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::{
-    Agent, ApiKey, Call, Document, Event, EventStamp, EventType, Integration, IntegrationFilter,
-    Invitation, Member, Membership, Organization, PhoneNumber, Recording, Tool, User,
+    Agent, ApiKey, Call, Delivery, DeliveryAttempt, DeliveryTarget, Document, Event, EventStamp,
+    EventType, Integration, IntegrationFilter, Invitation, Member, Membership, Organization,
+    PhoneNumber, Recording, Tool, User, Webhook,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -389,6 +390,79 @@ pub trait EventRepository: Send + Sync {
     async fn event_delete_older_than(&self, cutoff: Timestamp, limit: u64) -> Result<u64>;
 }
 
+/// Webhook endpoints and their deliveries. Secrets are stored only as the sealed text the
+/// service hands over (sealed with the webhook id as associated data). Deliveries of ordinary
+/// events are written by the event's own write (the fan-out of every event recorded); the
+/// methods here write the others.
+#[async_trait]
+pub trait WebhookRepository: Send + Sync {
+    /// Stores a new endpoint with its sealed secret.
+    async fn webhook_insert(&self, webhook: &Webhook, secret_sealed: &str) -> Result<()>;
+    /// The endpoint, if it belongs to the organization.
+    async fn webhook_get(&self, organization_id: &str, webhook_id: &str)
+    -> Result<Option<Webhook>>;
+    /// Up to `page.fetch()` endpoints after the cursor, newest first.
+    async fn webhook_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Webhook>>;
+    /// Overwrites url, events, description, status and `updated_at`; false when the endpoint
+    /// is gone.
+    async fn webhook_update(&self, webhook: &Webhook) -> Result<bool>;
+    /// Deletes the endpoint with its deliveries; returns it as it was.
+    async fn webhook_delete(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+    ) -> Result<Option<Webhook>>;
+    /// Atomically makes `secret_sealed` the secret and keeps the one it replaces as the
+    /// previous secret until `previous_expires_at`; sets `updated_at = now`. Returns the
+    /// endpoint after the change.
+    async fn webhook_rotate_secret(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+        secret_sealed: &str,
+        previous_expires_at: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<Webhook>>;
+    /// In one transaction: records `event` (which goes to no other endpoint), writes
+    /// `delivery` of it to the endpoint and the job that attempts it. False (and nothing
+    /// written) when the endpoint is not the organization's.
+    async fn webhook_test(
+        &self,
+        organization_id: &str,
+        event: &Event,
+        delivery: &Delivery,
+        job: &crate::jobs::NewJob,
+    ) -> Result<bool>;
+    /// Up to `page.fetch()` deliveries to the organization's endpoint after the cursor,
+    /// newest first.
+    async fn delivery_list(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+        page: &PageQuery,
+    ) -> Result<Vec<Delivery>>;
+    /// The delivery with its endpoint's URL, status and sealed secrets, and its event: what
+    /// one attempt needs. None when the delivery, its endpoint or its event is gone.
+    async fn delivery_target(&self, delivery_id: &str) -> Result<Option<DeliveryTarget>>;
+    /// Records one attempt: counts it, and sets `last_attempt_at`, `last_status_code`,
+    /// `last_error`, `status` and `next_attempt_at`.
+    async fn delivery_record_attempt(
+        &self,
+        delivery_id: &str,
+        attempt: &DeliveryAttempt,
+    ) -> Result<()>;
+    /// In one transaction: makes the delivery of the organization's endpoint pending again,
+    /// due at `now`, and writes `job`. Returns the delivery after the change.
+    async fn delivery_retry(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+        delivery_id: &str,
+        now: Timestamp,
+        job: &crate::jobs::NewJob,
+    ) -> Result<Option<Delivery>>;
+}
+
 /// The whole storage interface the [`Service`](crate::Service) uses.
 pub trait Repository:
     HealthRepository
@@ -402,6 +476,7 @@ pub trait Repository:
     + IntegrationRepository
     + crate::jobs::JobRepository
     + EventRepository
+    + WebhookRepository
     + Send
     + Sync
     + 'static
@@ -420,6 +495,7 @@ impl<T> Repository for T where
         + IntegrationRepository
         + crate::jobs::JobRepository
         + EventRepository
+        + WebhookRepository
         + Send
         + Sync
         + 'static

@@ -107,6 +107,8 @@ pub enum Permission {
     InvitationsManage,
     /// `events:read`
     EventsRead,
+    /// `webhooks:manage` (endpoints, their secrets and deliveries)
+    WebhooksManage,
 }
 
 impl Permission {
@@ -119,7 +121,7 @@ impl Permission {
             | PhoneNumbersRead | VoicesRead | MembersRead | InvitationsRead => Role::User,
             ApiKeysCreate | ApiKeysRevoke | CallsWrite | ToolsWrite | KbWrite | AgentsWrite
             | IntegrationsWrite | IntegrationsDelete | PhoneNumbersWrite | VoicesWrite
-            | EventsRead => Role::AgentManager,
+            | EventsRead | WebhooksManage => Role::AgentManager,
             MembersManage | InvitationsManage => Role::Admin,
         }
     }
@@ -151,6 +153,7 @@ impl Permission {
             InvitationsRead => "invitations:read",
             InvitationsManage => "invitations:manage",
             EventsRead => "events:read",
+            WebhooksManage => "webhooks:manage",
         }
     }
 }
@@ -186,6 +189,8 @@ mod tests {
         assert!(Role::Admin.allows(Permission::InvitationsManage));
         assert!(!Role::User.allows(Permission::EventsRead));
         assert!(Role::AgentManager.allows(Permission::EventsRead));
+        assert!(!Role::User.allows(Permission::WebhooksManage));
+        assert!(Role::AgentManager.allows(Permission::WebhooksManage));
         assert_eq!("agent_manager".parse::<Role>().unwrap(), Role::AgentManager);
         assert!("owner".parse::<Role>().is_err());
     }

@@ -243,6 +243,23 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Created<T> {
     }
 }
 
+/// `202 {"success": true, "data": …}`: the work was scheduled and happens after the answer.
+pub(crate) struct Accepted<T>(pub(crate) T);
+
+impl<T: Serialize + JsonSchema + 'static> Reply for Accepted<T> {
+    fn into_response(self) -> Response<ResponseBody> {
+        response::data(StatusCode::ACCEPTED, &self.0)
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        spec.output = Output::Json {
+            status: StatusCode::ACCEPTED,
+            description: "Accepted: scheduled, done after this answer.",
+            schema: schemas.out::<DataEnvelope<'static, T>>(),
+        };
+    }
+}
+
 /// `200` with the value as it is, without an envelope.
 pub(crate) struct Bare<T>(pub(crate) T);
 

@@ -296,6 +296,31 @@ routes! {
     GET "/api/events" => EventList = events::event_list;
     /// Get an event
     GET "/api/events/{event_id}" => EventView { event_id } = events::event_view;
+
+    /// Create a webhook endpoint; the answer holds its signing secret, shown only here
+    POST "/api/webhooks" => WebhookCreate = webhooks::webhook_create;
+    /// List webhook endpoints
+    GET "/api/webhooks" => WebhookList = webhooks::webhook_list;
+    /// Get a webhook endpoint
+    GET "/api/webhooks/{webhook_id}" => WebhookView { webhook_id } = webhooks::webhook_view;
+    /// Update a webhook endpoint
+    PATCH "/api/webhooks/{webhook_id}" => WebhookUpdate { webhook_id }
+        = webhooks::webhook_update;
+    /// Delete a webhook endpoint and its deliveries
+    DELETE "/api/webhooks/{webhook_id}" => WebhookDelete { webhook_id }
+        = webhooks::webhook_delete;
+    /// Replace the signing secret; the previous one keeps signing for 24 hours
+    POST "/api/webhooks/{webhook_id}/rotate-secret" => WebhookRotateSecret { webhook_id }
+        = webhooks::webhook_rotate_secret;
+    /// Send a webhook.test event to this endpoint
+    POST "/api/webhooks/{webhook_id}/test" => WebhookTest { webhook_id }
+        = webhooks::webhook_test;
+    /// List the deliveries to an endpoint, newest first
+    GET "/api/webhooks/{webhook_id}/deliveries" => DeliveryList { webhook_id }
+        = webhooks::delivery_list;
+    /// Attempt a delivery again at once
+    POST "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"
+        => DeliveryRetry { webhook_id, delivery_id } = webhooks::delivery_retry;
 }
 
 /// Why a request matched no route.

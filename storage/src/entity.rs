@@ -372,3 +372,55 @@ pub mod job {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+pub mod webhook {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "webhooks")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub webhook_id: String,
+        pub organization_id: String,
+        pub url: String,
+        pub events: String,
+        pub description: Option<String>,
+        pub status: String,
+        pub secret_sealed: String,
+        pub previous_secret_sealed: Option<String>,
+        pub previous_secret_expires_at: Option<i64>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod webhook_delivery {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "webhook_deliveries")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub delivery_id: String,
+        pub webhook_id: String,
+        pub event_id: String,
+        pub event_type: String,
+        pub status: String,
+        pub attempts: i32,
+        pub last_attempt_at: Option<i64>,
+        pub next_attempt_at: Option<i64>,
+        pub last_status_code: Option<i32>,
+        pub last_error: Option<String>,
+        pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

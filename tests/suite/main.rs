@@ -20,6 +20,7 @@ mod phone_numbers;
 mod recordings;
 mod tools;
 mod voices;
+mod webhooks;
 
 // Cross-cutting concerns.
 mod auth;

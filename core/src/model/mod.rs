@@ -14,6 +14,7 @@ mod organizations;
 mod phone_numbers;
 mod recordings;
 mod tools;
+mod webhooks;
 
 pub use agents::*;
 pub use api_keys::*;
@@ -26,6 +27,7 @@ pub use organizations::*;
 pub use phone_numbers::*;
 pub use recordings::*;
 pub use tools::*;
+pub use webhooks::*;
 
 /// A state change's result and what to tell the caller about it.
 #[derive(Debug, Clone, PartialEq)]

@@ -113,7 +113,7 @@ impl Service {
             updated_at: now,
         };
         let event = self.event(EventType::AgentCreated, &agent)?;
-        self.repo.agent_insert(&agent, &event).await?;
+        self.after_write(self.repo.agent_insert(&agent, &event).await)?;
         Ok(agent)
     }
 
@@ -196,9 +196,11 @@ impl Service {
                 Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids)?;
         }
         agent.updated_at = self.now().max(agent.updated_at);
-        self.repo
-            .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated))
-            .await?;
+        self.after_write(
+            self.repo
+                .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated))
+                .await,
+        )?;
         // Read back: the assigned numbers are kept in creation order by the repository.
         self.agent_view(actor, &agent.agent_id).await
     }
@@ -208,14 +210,16 @@ impl Service {
         actor.require(Permission::AgentsWrite)?;
         let id = IdKind::Agent.parse(agent_id)?;
         let agent = self
-            .repo
-            .agent_delete(
-                &actor.organization_id,
-                &id,
-                self.now(),
-                &self.event_stamp(EventType::AgentDeleted),
-            )
-            .await?
+            .after_write(
+                self.repo
+                    .agent_delete(
+                        &actor.organization_id,
+                        &id,
+                        self.now(),
+                        &self.event_stamp(EventType::AgentDeleted),
+                    )
+                    .await,
+            )?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
         Ok(Outcome::new(agent, "agent deleted"))
     }

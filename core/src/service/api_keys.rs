@@ -39,9 +39,7 @@ impl Service {
         };
         // The key without its secret: an event never carries one.
         let event = self.event(EventType::ApiKeyCreated, &key)?;
-        self.repo
-            .api_key_insert(&key, &secret.hash(), &event)
-            .await?;
+        self.after_write(self.repo.api_key_insert(&key, &secret.hash(), &event).await)?;
         Ok(CreatedApiKey {
             key,
             api_key: secret.expose().to_owned(),
@@ -83,15 +81,16 @@ impl Service {
         if key.role > actor.role {
             return Err(Error::forbidden(FORBIDDEN));
         }
-        let revoked_now = self
-            .repo
-            .api_key_revoke(
-                org,
-                &key_id,
-                self.now(),
-                &self.event_stamp(EventType::ApiKeyRevoked),
-            )
-            .await?;
+        let revoked_now = self.after_write(
+            self.repo
+                .api_key_revoke(
+                    org,
+                    &key_id,
+                    self.now(),
+                    &self.event_stamp(EventType::ApiKeyRevoked),
+                )
+                .await,
+        )?;
         let key = self
             .repo
             .api_key_get(org, &key_id)

@@ -43,7 +43,7 @@ impl Service {
             recording: None,
         };
         let event = self.event(EventType::CallCreated, &call)?;
-        self.repo.call_insert(&call, &event).await?;
+        self.after_write(self.repo.call_insert(&call, &event).await)?;
         Ok(call)
     }
 
@@ -105,7 +105,7 @@ impl Service {
         }
         call.updated_at = self.now().max(call.updated_at);
         let event = self.event(EventType::CallUpdated, &call)?;
-        self.repo.call_update(&call, &event).await?;
+        self.after_write(self.repo.call_update(&call, &event).await)?;
         Ok(call)
     }
 

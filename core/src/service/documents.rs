@@ -75,9 +75,11 @@ impl Service {
             updated_at: now,
         };
         let event = self.event(EventType::DocumentCreated, &doc)?;
-        self.repo
-            .document_insert(&doc, Some(&input.text), &event)
-            .await?;
+        self.after_write(
+            self.repo
+                .document_insert(&doc, Some(&input.text), &event)
+                .await,
+        )?;
         Ok(doc)
     }
 
@@ -129,7 +131,7 @@ impl Service {
             updated_at: now,
         };
         let inserted = match self.event(EventType::DocumentCreated, &doc) {
-            Ok(event) => self.repo.document_insert(&doc, None, &event).await,
+            Ok(event) => self.after_write(self.repo.document_insert(&doc, None, &event).await),
             Err(e) => Err(e),
         };
         if let Err(e) = inserted {
@@ -193,13 +195,15 @@ impl Service {
         actor.require(Permission::KbWrite)?;
         let id = IdKind::Document.parse(documentation_id)?;
         let doc = self
-            .repo
-            .document_delete(
-                &actor.organization_id,
-                &id,
-                &self.event_stamp(EventType::DocumentDeleted),
-            )
-            .await?
+            .after_write(
+                self.repo
+                    .document_delete(
+                        &actor.organization_id,
+                        &id,
+                        &self.event_stamp(EventType::DocumentDeleted),
+                    )
+                    .await,
+            )?
             .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))?;
         if let (Some(key), Some(blobs)) = (&doc.storage_key, &self.blobs) {
             // The row is gone; a blob that fails to delete is only garbage, never reachable.

@@ -60,9 +60,11 @@ impl Service {
         };
         let sealed = self.seal(&credentials, &integration.integration_id)?;
         let event = self.event(EventType::IntegrationCreated, &integration)?;
-        self.repo
-            .integration_insert(&integration, &sealed, &event)
-            .await?;
+        self.after_write(
+            self.repo
+                .integration_insert(&integration, &sealed, &event)
+                .await,
+        )?;
         Ok(integration)
     }
 
@@ -167,9 +169,11 @@ impl Service {
         };
         integration.updated_at = self.now().max(integration.updated_at);
         let event = self.event(EventType::IntegrationValidated, &integration)?;
-        self.repo
-            .integration_update(&integration, None, Some(&event))
-            .await?;
+        self.after_write(
+            self.repo
+                .integration_update(&integration, None, Some(&event))
+                .await,
+        )?;
         Ok(Outcome {
             data: integration,
             message,
@@ -185,15 +189,15 @@ impl Service {
     ) -> Result<Outcome<Integration>> {
         actor.require(Permission::IntegrationsDelete)?;
         let id = IdKind::Integration.parse(integration_id)?;
-        match self
-            .repo
-            .integration_delete(
-                &actor.organization_id,
-                &id,
-                &self.event_stamp(EventType::IntegrationDeleted),
-            )
-            .await?
-        {
+        match self.after_write(
+            self.repo
+                .integration_delete(
+                    &actor.organization_id,
+                    &id,
+                    &self.event_stamp(EventType::IntegrationDeleted),
+                )
+                .await,
+        )? {
             IntegrationDeletion::Deleted(integration) => Ok(Outcome {
                 data: integration,
                 message: "integration and its stored credentials deleted".to_owned(),

@@ -89,7 +89,7 @@ impl Service {
     /// already are, so every instance may call it at start.
     pub async fn jobs_schedule_recurring(&self) -> Result<()> {
         let job = NewJob {
-            job_id: format!("job_{:016x}", rand::random::<u64>()),
+            job_id: crate::jobs::new_job_id(),
             kind: EVENTS_SWEEP.to_owned(),
             payload: serde_json::json!({}),
             run_at: self.now(),

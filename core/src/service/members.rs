@@ -37,9 +37,7 @@ impl Service {
             expires_at: now.add_seconds(INVITATION_TTL_SECS),
         };
         let event = self.event(EventType::InvitationCreated, &invitation)?;
-        self.repo
-            .invitation_insert(&invitation, now, &event)
-            .await?;
+        self.after_write(self.repo.invitation_insert(&invitation, now, &event).await)?;
         Ok(invitation)
     }
 
@@ -73,10 +71,11 @@ impl Service {
             .await?
             .ok_or_else(not_found)?;
         if invitation.status != InvitationStatus::Pending
-            || !self
-                .repo
-                .invitation_revoke(org, &id, &self.event_stamp(EventType::InvitationRevoked))
-                .await?
+            || !self.after_write(
+                self.repo
+                    .invitation_revoke(org, &id, &self.event_stamp(EventType::InvitationRevoked))
+                    .await,
+            )?
         {
             return Err(Error::conflict(format!(
                 "invitation {id} is no longer pending; only pending invitations can be revoked"
@@ -169,15 +168,16 @@ impl Service {
                 ..records.invitation.clone()
             },
         )?;
-        let member = self
-            .repo
-            .invitation_accept(
-                &records,
-                now,
-                &accepted,
-                &self.event_stamp(EventType::MemberAdded),
-            )
-            .await?;
+        let member = self.after_write(
+            self.repo
+                .invitation_accept(
+                    &records,
+                    now,
+                    &accepted,
+                    &self.event_stamp(EventType::MemberAdded),
+                )
+                .await,
+        )?;
         Ok(Outcome {
             data: member,
             message: "invitation accepted".to_owned(),
@@ -193,14 +193,16 @@ impl Service {
     ) -> Result<Member> {
         actor.require(Permission::MembersManage)?;
         let id = IdKind::Membership.parse(membership_id)?;
-        self.repo
-            .member_set_role(
-                &actor.organization_id,
-                &id,
-                input.role,
-                &self.event_stamp(EventType::MemberUpdated),
-            )
-            .await
+        self.after_write(
+            self.repo
+                .member_set_role(
+                    &actor.organization_id,
+                    &id,
+                    input.role,
+                    &self.event_stamp(EventType::MemberUpdated),
+                )
+                .await,
+        )
     }
 
     /// Removes a member (admins only) and revokes the API keys they created here; the last
@@ -212,15 +214,16 @@ impl Service {
     ) -> Result<Outcome<Member>> {
         actor.require(Permission::MembersManage)?;
         let id = IdKind::Membership.parse(membership_id)?;
-        let member = self
-            .repo
-            .member_remove(
-                &actor.organization_id,
-                &id,
-                self.now(),
-                &self.event_stamp(EventType::MemberRemoved),
-            )
-            .await?;
+        let member = self.after_write(
+            self.repo
+                .member_remove(
+                    &actor.organization_id,
+                    &id,
+                    self.now(),
+                    &self.event_stamp(EventType::MemberRemoved),
+                )
+                .await,
+        )?;
         Ok(Outcome::new(
             member,
             "member removed; the API keys they created here are revoked",

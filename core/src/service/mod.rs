@@ -36,6 +36,7 @@ mod recordings;
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod tools;
 mod voices;
+mod webhooks;
 
 /// Where self-signed recording URLs point and what signs them.
 #[derive(Clone, Debug)]
@@ -166,6 +167,16 @@ impl Service {
             event_type,
             created_at: self.now(),
         }
+    }
+
+    /// Passes on `result`, the outcome of a write that recorded an event; after a success
+    /// wakes this process's job runners, because the event's webhook deliveries were enqueued
+    /// with it and are due at once. Waking before the commit would find nothing to run.
+    fn after_write<T>(&self, result: Result<T>) -> Result<T> {
+        if result.is_ok() {
+            self.jobs.wake();
+        }
+        result
     }
 
     /// A new event whose data is `data` as the API returns it.

@@ -100,7 +100,7 @@ impl Service {
             updated_at: now,
         };
         let event = self.event(EventType::PhoneNumberCreated, &number)?;
-        self.repo.phone_number_insert(&number, &event).await?;
+        self.after_write(self.repo.phone_number_insert(&number, &event).await)?;
         Ok(number)
     }
 
@@ -176,7 +176,7 @@ impl Service {
         }
         number.updated_at = self.now().max(number.updated_at);
         let event = self.event(EventType::PhoneNumberUpdated, &number)?;
-        self.repo.phone_number_update(&number, &event).await?;
+        self.after_write(self.repo.phone_number_update(&number, &event).await)?;
         Ok(number)
     }
 
@@ -189,13 +189,15 @@ impl Service {
         actor.require(Permission::PhoneNumbersWrite)?;
         let id = IdKind::PhoneNumber.parse(phone_number_id)?;
         let number = self
-            .repo
-            .phone_number_delete(
-                &actor.organization_id,
-                &id,
-                &self.event_stamp(EventType::PhoneNumberDeleted),
-            )
-            .await?
+            .after_write(
+                self.repo
+                    .phone_number_delete(
+                        &actor.organization_id,
+                        &id,
+                        &self.event_stamp(EventType::PhoneNumberDeleted),
+                    )
+                    .await,
+            )?
             .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))?;
         Ok(Outcome::new(number, "phone number deleted"))
     }

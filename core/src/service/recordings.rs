@@ -130,15 +130,17 @@ impl Service {
         let previous = call.recording.replace(recording);
         call.updated_at = self.now().max(call.updated_at);
         let event = self.event(EventType::RecordingReady, &ready)?;
-        self.repo
-            .call_set_recording(
-                &actor.organization_id,
-                &call.call_sid,
-                call.recording.as_ref(),
-                call.updated_at,
-                &event,
-            )
-            .await?;
+        self.after_write(
+            self.repo
+                .call_set_recording(
+                    &actor.organization_id,
+                    &call.call_sid,
+                    call.recording.as_ref(),
+                    call.updated_at,
+                    &event,
+                )
+                .await,
+        )?;
         if let Some(old) = previous.filter(|old| old.key != key) {
             // The row no longer points at it; failing to delete only leaves garbage behind.
             if let Err(e) = blobs.delete(&old.key).await {

@@ -105,7 +105,7 @@ impl Service {
             updated_at: now,
         };
         let event = self.event(EventType::ToolCreated, &tool)?;
-        self.repo.tool_insert(&tool, &event).await?;
+        self.after_write(self.repo.tool_insert(&tool, &event).await)?;
         Ok(tool)
     }
 
@@ -167,7 +167,7 @@ impl Service {
         }
         tool.updated_at = self.now().max(tool.updated_at);
         let event = self.event(EventType::ToolUpdated, &tool)?;
-        self.repo.tool_update(&tool, &event).await?;
+        self.after_write(self.repo.tool_update(&tool, &event).await)?;
         Ok(tool)
     }
 
@@ -176,13 +176,15 @@ impl Service {
         actor.require(Permission::ToolsWrite)?;
         let id = IdKind::Tool.parse(tool_id)?;
         let tool = self
-            .repo
-            .tool_delete(
-                &actor.organization_id,
-                &id,
-                &self.event_stamp(EventType::ToolDeleted),
-            )
-            .await?
+            .after_write(
+                self.repo
+                    .tool_delete(
+                        &actor.organization_id,
+                        &id,
+                        &self.event_stamp(EventType::ToolDeleted),
+                    )
+                    .await,
+            )?
             .ok_or_else(|| Error::not_found(format!("tool {id} not found")))?;
         Ok(Outcome::new(tool, "tool deleted"))
     }

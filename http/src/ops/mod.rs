@@ -18,3 +18,4 @@ pub(crate) mod phone_numbers;
 pub(crate) mod recordings;
 pub(crate) mod tools;
 pub(crate) mod voices;
+pub(crate) mod webhooks;

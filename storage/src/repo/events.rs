@@ -15,7 +15,7 @@ use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts};
 use crate::entity::event;
 
-fn event_from(m: event::Model) -> Result<Event> {
+pub(super) fn event_from(m: event::Model) -> Result<Event> {
     Ok(Event {
         event_type: parse_enum("events.type", &m.event_type)?,
         data: from_json("events.data", &m.data)?,
@@ -25,7 +25,8 @@ fn event_from(m: event::Model) -> Result<Event> {
 }
 
 /// Stores `event` of `organization_id` through `db`, which must be the transaction of the
-/// write the event records: the change and its event commit or roll back together.
+/// write the event records: the change, its event and the event's webhook deliveries (with
+/// their jobs) commit or roll back together.
 pub(crate) async fn record_event<C: ConnectionTrait>(
     db: &C,
     organization_id: &str,
@@ -41,7 +42,7 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
     .exec_without_returning(db)
     .await
     .map_err(db_err)?;
-    Ok(())
+    super::webhooks::fan_out(db, organization_id, event).await
 }
 
 /// [`record_event`] when the write changed a row (`rows_affected` of an update by id): a

@@ -24,6 +24,7 @@ pub(crate) mod jobs;
 mod organizations;
 mod phone_numbers;
 mod tools;
+mod webhooks;
 
 /// Restricts `select` to the page after `page.after`, newest first: the row-value comparison
 /// `(created_at, id) < (?, ?)` is a range scan on the `(organization_id, created_at, id)`

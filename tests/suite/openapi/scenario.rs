@@ -490,6 +490,59 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
 
+    // Webhook endpoints: the test and the retry schedule deliveries (202).
+    let webhook = c
+        .expect(
+            M::POST,
+            "/api/webhooks",
+            Body::Json(
+                json!({"url": "https://hooks.example.com/vp", "events": ["*"],
+                "description": "all events"}),
+            ),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let webhook_path = format!("/api/webhooks/{}", str_of(&webhook, "webhook_id"));
+    c.expect(M::GET, "/api/webhooks", Body::None, 200).await;
+    c.expect(M::GET, &webhook_path, Body::None, 200).await;
+    c.expect(
+        M::PATCH,
+        &webhook_path,
+        Body::Json(json!({"events": ["tool.created"], "status": "disabled"})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        &format!("{webhook_path}/rotate-secret"),
+        Body::None,
+        200,
+    )
+    .await;
+    let delivery = c
+        .expect(M::POST, &format!("{webhook_path}/test"), Body::None, 202)
+        .await["data"]
+        .clone();
+    c.expect(
+        M::GET,
+        &format!("{webhook_path}/deliveries"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        &format!(
+            "{webhook_path}/deliveries/{}/retry",
+            str_of(&delivery, "delivery_id")
+        ),
+        Body::None,
+        202,
+    )
+    .await;
+    c.expect(M::DELETE, &webhook_path, Body::None, 200).await;
+
     // Errors: `{detail}` with the documented statuses.
     c.with_key(None)
         .expect(M::GET, "/api/agents", Body::None, 401)
@@ -557,7 +610,12 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     );
     let errors_checked = seen
         .iter()
-        .filter(|k| !k.ends_with(" 200") && !k.ends_with(" 201") && !k.ends_with(" 206"))
+        .filter(|k| {
+            !k.ends_with(" 200")
+                && !k.ends_with(" 201")
+                && !k.ends_with(" 202")
+                && !k.ends_with(" 206")
+        })
         .count();
     assert!(errors_checked >= 10, "{seen:#?}");
 }

@@ -1,0 +1,286 @@
+//! Webhook endpoints: where the organization's events are delivered, their signing secrets
+//! (sealed at rest, shown only on create and rotate), test deliveries and the deliveries list.
+
+use super::{Service, cursor_of};
+use crate::auth::Actor;
+use crate::crypto::CredentialCipher;
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::model::{
+    CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, Webhook, WebhookStatus,
+    WebhookUpdate, delivery_job, new_webhook_secret,
+};
+use crate::page::{Page, PageParams, PageQuery};
+use crate::role::Permission;
+
+/// How long the secret replaced by a rotation still signs deliveries, so that receivers can
+/// switch to the new one without missing any.
+const PREVIOUS_SECRET_SECONDS: i64 = 24 * 3600;
+
+/// Longest `description`, in characters.
+const DESCRIPTION_MAX: usize = 500;
+
+/// Longest `url`, in bytes.
+const URL_MAX: usize = 2048;
+
+/// Checks where deliveries may be sent: an absolute `http` or `https` URL with a host. Returns
+/// the URL as given, trimmed.
+pub(crate) fn check_webhook_url(value: &str) -> Result<String> {
+    let value = value.trim();
+    if value.len() > URL_MAX {
+        return Err(Error::invalid(format!(
+            "url must be at most {URL_MAX} characters"
+        )));
+    }
+    let parsed = url::Url::parse(value)
+        .map_err(|e| Error::invalid(format!("url is not a valid URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Error::invalid("url must be an http or https URL"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(Error::invalid("url must name a host"));
+    }
+    Ok(value.to_owned())
+}
+
+/// Checks the subscribed event types: at least one, each a known type, none twice; or
+/// exactly `["*"]` for every type.
+fn check_events(events: &[String]) -> Result<Vec<String>> {
+    if events.is_empty() {
+        return Err(Error::invalid(
+            "events must list at least one event type, or be [\"*\"]",
+        ));
+    }
+    if events.iter().any(|e| e == "*") {
+        if events.len() == 1 {
+            return Ok(events.to_vec());
+        }
+        return Err(Error::invalid(
+            "events: \"*\" stands for every type and cannot be listed with others",
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for name in events {
+        let known: EventType = name
+            .parse()
+            .map_err(|e: Error| Error::invalid(format!("events: {}", e.public_message())))?;
+        if !seen.insert(known.as_str()) {
+            return Err(Error::invalid(format!("events: `{name}` is listed twice")));
+        }
+    }
+    Ok(events.to_vec())
+}
+
+fn check_description(value: Option<&str>) -> Result<Option<String>> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    if v.chars().count() > DESCRIPTION_MAX {
+        return Err(Error::invalid(format!(
+            "description must be at most {DESCRIPTION_MAX} characters"
+        )));
+    }
+    Ok(Some(v.to_owned()))
+}
+
+fn not_found(webhook_id: &str) -> Error {
+    Error::not_found(format!("webhook {webhook_id} not found"))
+}
+
+impl Service {
+    fn webhook_cipher(&self) -> Result<&CredentialCipher> {
+        self.cipher.as_deref().ok_or_else(|| {
+            Error::Unavailable(
+                "webhook secrets cannot be stored: secrets.master_key is not configured".to_owned(),
+            )
+        })
+    }
+
+    /// A new secret and its sealed form, bound to the endpoint so that it cannot be moved to
+    /// another row.
+    fn webhook_secret(&self, webhook_id: &str) -> Result<(String, String)> {
+        let secret = new_webhook_secret();
+        let sealed = self
+            .webhook_cipher()?
+            .seal(secret.as_bytes(), webhook_id.as_bytes())?;
+        Ok((secret, sealed))
+    }
+
+    /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
+    pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
+        actor.require(Permission::WebhooksManage)?;
+        let url = check_webhook_url(&input.url)?;
+        let events = check_events(&input.events)?;
+        let description = check_description(input.description.as_deref())?;
+        let now = self.now();
+        let webhook = Webhook {
+            webhook_id: self.id(IdKind::Webhook),
+            organization_id: actor.organization_id.clone(),
+            url,
+            events,
+            description,
+            status: WebhookStatus::Enabled,
+            created_at: now,
+            updated_at: now,
+        };
+        let (secret, sealed) = self.webhook_secret(&webhook.webhook_id)?;
+        self.repo.webhook_insert(&webhook, &sealed).await?;
+        Ok(CreatedWebhook { webhook, secret })
+    }
+
+    /// The organization's endpoints, newest first.
+    pub async fn webhook_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Webhook>> {
+        actor.require(Permission::WebhooksManage)?;
+        let query = PageQuery::from_params(params, IdKind::Webhook)?;
+        let rows = self
+            .repo
+            .webhook_list(&actor.organization_id, &query)
+            .await?;
+        Ok(Page::from_rows(rows, &query, |w| {
+            cursor_of(w.created_at, &w.webhook_id)
+        }))
+    }
+
+    /// One endpoint of the organization, without its secret.
+    pub async fn webhook_view(&self, actor: &Actor, webhook_id: &str) -> Result<Webhook> {
+        actor.require(Permission::WebhooksManage)?;
+        let id = IdKind::Webhook.parse(webhook_id)?;
+        self.repo
+            .webhook_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| not_found(&id))
+    }
+
+    /// Changes the given fields of an endpoint; disabling it stops its deliveries.
+    pub async fn webhook_update(
+        &self,
+        actor: &Actor,
+        webhook_id: &str,
+        input: WebhookUpdate,
+    ) -> Result<Webhook> {
+        let mut webhook = self.webhook_view(actor, webhook_id).await?;
+        if let Some(v) = &input.url {
+            webhook.url = check_webhook_url(v)?;
+        }
+        if let Some(v) = &input.events {
+            webhook.events = check_events(v)?;
+        }
+        if let Some(v) = &input.description {
+            webhook.description = check_description(Some(v))?;
+        }
+        if let Some(v) = input.status {
+            webhook.status = v;
+        }
+        webhook.updated_at = self.now().max(webhook.updated_at);
+        if !self.repo.webhook_update(&webhook).await? {
+            return Err(not_found(&webhook.webhook_id));
+        }
+        Ok(webhook)
+    }
+
+    /// Deletes an endpoint and the record of its deliveries.
+    pub async fn webhook_delete(
+        &self,
+        actor: &Actor,
+        webhook_id: &str,
+    ) -> Result<Outcome<Webhook>> {
+        actor.require(Permission::WebhooksManage)?;
+        let id = IdKind::Webhook.parse(webhook_id)?;
+        let webhook = self
+            .repo
+            .webhook_delete(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| not_found(&id))?;
+        Ok(Outcome::new(webhook, "webhook deleted"))
+    }
+
+    /// Replaces the signing secret; the previous one keeps signing for 24 hours beside it.
+    /// The new secret is shown only in this answer.
+    pub async fn webhook_rotate_secret(
+        &self,
+        actor: &Actor,
+        webhook_id: &str,
+    ) -> Result<CreatedWebhook> {
+        actor.require(Permission::WebhooksManage)?;
+        let id = IdKind::Webhook.parse(webhook_id)?;
+        let (secret, sealed) = self.webhook_secret(&id)?;
+        let now = self.now();
+        let webhook = self
+            .repo
+            .webhook_rotate_secret(
+                &actor.organization_id,
+                &id,
+                &sealed,
+                now.add_seconds(PREVIOUS_SECRET_SECONDS),
+                now,
+            )
+            .await?
+            .ok_or_else(|| not_found(&id))?;
+        Ok(CreatedWebhook { webhook, secret })
+    }
+
+    /// Records a `webhook.test` event and schedules its delivery to this endpoint only,
+    /// whatever its subscriptions and status.
+    pub async fn webhook_test(&self, actor: &Actor, webhook_id: &str) -> Result<Delivery> {
+        actor.require(Permission::WebhooksManage)?;
+        let id = IdKind::Webhook.parse(webhook_id)?;
+        let event = self.event(
+            EventType::WebhookTest,
+            &serde_json::json!({ "webhook_id": id }),
+        )?;
+        let delivery = Delivery {
+            delivery_id: self.id(IdKind::Delivery),
+            ..Delivery::pending(&id, &event)
+        };
+        let job = delivery.job(event.created_at);
+        let found = self
+            .repo
+            .webhook_test(&actor.organization_id, &event, &delivery, &job)
+            .await;
+        if !self.after_write(found)? {
+            return Err(not_found(&id));
+        }
+        Ok(delivery)
+    }
+
+    /// The deliveries to one endpoint, newest first.
+    pub async fn delivery_list(
+        &self,
+        actor: &Actor,
+        webhook_id: &str,
+        params: &PageParams,
+    ) -> Result<Page<Delivery>> {
+        let webhook = self.webhook_view(actor, webhook_id).await?;
+        let query = PageQuery::from_params(params, IdKind::Delivery)?;
+        let rows = self
+            .repo
+            .delivery_list(&actor.organization_id, &webhook.webhook_id, &query)
+            .await?;
+        Ok(Page::from_rows(rows, &query, |d| {
+            cursor_of(d.created_at, &d.delivery_id)
+        }))
+    }
+
+    /// Makes a delivery pending again and attempts it at once.
+    pub async fn delivery_retry(
+        &self,
+        actor: &Actor,
+        webhook_id: &str,
+        delivery_id: &str,
+    ) -> Result<Delivery> {
+        actor.require(Permission::WebhooksManage)?;
+        let webhook_id = IdKind::Webhook.parse(webhook_id)?;
+        let delivery_id = IdKind::Delivery.parse(delivery_id)?;
+        let now = self.now();
+        let job = delivery_job(&delivery_id, now);
+        let retried = self
+            .repo
+            .delivery_retry(&actor.organization_id, &webhook_id, &delivery_id, now, &job)
+            .await;
+        self.after_write(retried)?.ok_or_else(|| {
+            Error::not_found(format!(
+                "delivery {delivery_id} of webhook {webhook_id} not found"
+            ))
+        })
+    }
+}
