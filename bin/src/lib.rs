@@ -175,12 +175,28 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
             UrlSigner::new(&key)
         }
     };
+    let policy = voiceplane_core::webhooks::TargetPolicy {
+        allow_private: config.webhooks.allow_private_targets,
+    };
     let mut service = Service::new(Arc::new(repo))
         .with_blobs(Arc::new(blobs))
         .with_jwt(jwt)
         .with_voice_providers(voices)
         .with_telephony(telephony)
         .with_recording_urls(&config.public_url(), signer)
+        .with_webhooks(
+            Arc::new(
+                voiceplane_clients::HttpWebhookSender::new(
+                    voiceplane_clients::WebhookSenderSettings {
+                        policy,
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| Error::Runtime(e.to_string()))?,
+            ),
+            policy,
+            config.webhooks.schedule().unwrap_or_default(),
+        )
         .with_event_retention(std::time::Duration::from_secs(
             u64::try_from(config.events.retention_days).unwrap_or(u64::MAX / 2) * 86_400,
         ));

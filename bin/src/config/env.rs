@@ -255,7 +255,8 @@ mod tests {
                     | "http.max_upload_bytes"
                     | "events.retention_days" => "5",
                     "storage.backend" => "s3",
-                    "storage.path_style" => "false",
+                    "storage.path_style" | "webhooks.allow_private_targets" => "false",
+                    "webhooks.retry_schedule" => "1,2",
                     "secrets.master_key" => "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                     "auth.jwks_url" => continue,
                     "auth.jwt_public_key_pem" => continue,

@@ -181,6 +181,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if self.webhooks.schedule().is_none_or(|s| s.len() > 100) {
+            return Err(ConfigError::new(
+                "webhooks.retry_schedule",
+                "must be up to 100 whole numbers of seconds separated by commas, e.g. 5,300,1800",
+            ));
+        }
         if self.events.retention_days == 0 {
             return Err(ConfigError::new(
                 "events.retention_days",

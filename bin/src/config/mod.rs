@@ -31,7 +31,7 @@ pub use secret::Secret;
 pub use settings::{
     AuthConfig, Config, DatabaseConfig, EventsSettings, HttpSettings, ProviderOneConfig,
     ProviderTwoConfig, ProvidersConfig, SecretsConfig, StorageBackend, StorageConfig,
-    TelephonyConfig, TelephonyProviderConfig,
+    TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -76,6 +76,8 @@ pub const KEYS: &[&str] = &[
     "http.max_body_bytes",
     "http.max_upload_bytes",
     "events.retention_days",
+    "webhooks.retry_schedule",
+    "webhooks.allow_private_targets",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

@@ -36,6 +36,8 @@ pub struct Config {
     pub http: HttpSettings,
     /// `events.*`: how long events are kept.
     pub events: EventsSettings,
+    /// `webhooks.*`: how events are delivered.
+    pub webhooks: WebhooksSettings,
 }
 
 impl Default for Config {
@@ -51,6 +53,7 @@ impl Default for Config {
             telephony: TelephonyConfig::default(),
             http: HttpSettings::default(),
             events: EventsSettings::default(),
+            webhooks: WebhooksSettings::default(),
         }
     }
 }
@@ -347,6 +350,47 @@ pub struct EventsSettings {
 impl Default for EventsSettings {
     fn default() -> Self {
         Self { retention_days: 30 }
+    }
+}
+
+/// `webhooks.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhooksSettings {
+    /// `webhooks.retry_schedule`: the delays between delivery attempts, in seconds,
+    /// comma-separated; after the last one a delivery is `failed`.
+    pub retry_schedule: String,
+    /// `webhooks.allow_private_targets`: whether endpoints may be loopback, private or
+    /// link-local addresses (for a receiver on the same network; off by default).
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub allow_private_targets: bool,
+}
+
+impl Default for WebhooksSettings {
+    fn default() -> Self {
+        Self {
+            retry_schedule: voiceplane_core::service::DEFAULT_RETRY_SCHEDULE
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            allow_private_targets: false,
+        }
+    }
+}
+
+impl WebhooksSettings {
+    /// The retry schedule as delays; `None` when it does not parse.
+    pub fn schedule(&self) -> Option<Vec<std::time::Duration>> {
+        self.retry_schedule
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .map(std::time::Duration::from_secs)
+            })
+            .collect()
     }
 }
 

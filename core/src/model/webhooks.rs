@@ -1,8 +1,6 @@
 //! Webhook endpoints: where an organization's events are delivered, the bodies that create and
 //! change them, the record of each delivery, and what the delivery job reads and writes.
 
-use base64::Engine;
-use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::Event;
@@ -62,16 +60,6 @@ pub struct CreatedWebhook {
     pub webhook: Webhook,
     /// `whsec_` + standard base64 of 32 random bytes; the HMAC key is the decoded bytes.
     pub secret: String,
-}
-
-/// A new signing secret: `whsec_` and the standard base64 of 32 random bytes.
-pub fn new_webhook_secret() -> String {
-    let mut key = [0u8; 32];
-    rand::rng().fill(&mut key);
-    format!(
-        "whsec_{}",
-        base64::engine::general_purpose::STANDARD.encode(key)
-    )
 }
 
 /// Body of `POST /api/webhooks`.
@@ -214,20 +202,4 @@ pub struct DeliveryAttempt {
     pub status: DeliveryStatus,
     /// When the next attempt is due, if there is one.
     pub next_attempt_at: Option<Timestamp>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_secret_is_32_random_bytes_in_standard_base64() {
-        let secret = new_webhook_secret();
-        let key = secret.strip_prefix("whsec_").unwrap();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(key)
-            .unwrap();
-        assert_eq!(bytes.len(), 32);
-        assert_ne!(secret, new_webhook_secret());
-    }
 }

@@ -7,12 +7,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Service;
+use super::deliveries::DeliverWebhook;
 use crate::error::Result;
 use crate::jobs::{
     Done, Job, JobError, JobHandler, JobRepository, JobRunner, JobWaker, NewJob, RunnerConfig,
 };
 use crate::repo::Repository;
 use crate::time::Clock;
+use crate::webhooks::{TargetPolicy, WebhookSender};
 
 /// The kind of the recurring job that deletes events older than the retention period.
 pub const EVENTS_SWEEP: &str = "events.sweep";
@@ -57,15 +59,44 @@ impl Service {
     /// enqueues wake it at once. Run it with [`JobRunner::run`] in every instance.
     pub fn job_runner(&self, config: RunnerConfig) -> JobRunner {
         let repo: Arc<dyn JobRepository> = self.repo.clone();
-        JobRunner::new(repo, self.clock.clone(), self.jobs.clone(), config).with_handler(
-            EVENTS_SWEEP,
-            Arc::new(EventsSweep {
-                repo: self.repo.clone(),
-                clock: self.clock.clone(),
-                retention: self.event_retention,
-                interval: self.sweep_interval,
-            }),
-        )
+        let runner = JobRunner::new(repo, self.clock.clone(), self.jobs.clone(), config)
+            .with_handler(
+                EVENTS_SWEEP,
+                Arc::new(EventsSweep {
+                    repo: self.repo.clone(),
+                    clock: self.clock.clone(),
+                    retention: self.event_retention,
+                    interval: self.sweep_interval,
+                }),
+            );
+        // Without a sender, deliveries wait (pending) for an instance that has one.
+        match &self.webhooks.sender {
+            Some(sender) => runner.with_handler(
+                crate::model::WEBHOOK_DELIVER,
+                Arc::new(DeliverWebhook {
+                    repo: self.repo.clone(),
+                    clock: self.clock.clone(),
+                    cipher: self.cipher.clone(),
+                    sender: sender.clone(),
+                    schedule: self.webhooks.schedule.clone(),
+                }),
+            ),
+            None => runner,
+        }
+    }
+
+    /// Delivers webhooks with `sender`, to endpoints `policy` allows, retrying after each
+    /// delay of `schedule` (the default is [`super::DEFAULT_RETRY_SCHEDULE`]).
+    pub fn with_webhooks(
+        mut self,
+        sender: Arc<dyn WebhookSender>,
+        policy: TargetPolicy,
+        schedule: Vec<Duration>,
+    ) -> Self {
+        self.webhooks.sender = Some(sender);
+        self.webhooks.policy = policy;
+        self.webhooks.schedule = schedule;
+        self
     }
 
     /// Keeps events for `retention` (default 30 days); the sweep deletes older ones.

@@ -24,6 +24,8 @@ mod auth;
 mod bootstrap;
 pub use bootstrap::{BootstrapInput, BootstrapOutput};
 mod calls;
+mod deliveries;
+pub use deliveries::DEFAULT_RETRY_SCHEDULE;
 mod documents;
 pub use documents::NewDocument;
 mod events;
@@ -60,6 +62,18 @@ pub struct Service {
     jobs: JobWaker,
     event_retention: std::time::Duration,
     sweep_interval: std::time::Duration,
+    webhooks: WebhookDelivery,
+}
+
+/// How the service delivers webhooks.
+#[derive(Clone)]
+struct WebhookDelivery {
+    /// Sends deliveries; without one, nothing is delivered (deliveries stay pending).
+    sender: Option<Arc<dyn crate::webhooks::WebhookSender>>,
+    /// Where endpoints may point.
+    policy: crate::webhooks::TargetPolicy,
+    /// The delays between attempts.
+    schedule: Vec<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Service {
@@ -93,6 +107,14 @@ impl Service {
             jobs: JobWaker::default(),
             event_retention: std::time::Duration::from_secs(30 * 24 * 3600),
             sweep_interval: std::time::Duration::from_secs(3600),
+            webhooks: WebhookDelivery {
+                sender: None,
+                policy: crate::webhooks::TargetPolicy::default(),
+                schedule: deliveries::DEFAULT_RETRY_SCHEDULE
+                    .iter()
+                    .map(|s| std::time::Duration::from_secs(*s))
+                    .collect(),
+            },
         }
     }
 

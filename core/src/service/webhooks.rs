@@ -8,10 +8,11 @@ use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
     CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, Webhook, WebhookStatus,
-    WebhookUpdate, delivery_job, new_webhook_secret,
+    WebhookUpdate, delivery_job,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
+use crate::webhooks::{TargetPolicy, WebhookSecret};
 
 /// How long the secret replaced by a rotation still signs deliveries, so that receivers can
 /// switch to the new one without missing any.
@@ -23,22 +24,35 @@ const DESCRIPTION_MAX: usize = 500;
 /// Longest `url`, in bytes.
 const URL_MAX: usize = 2048;
 
-/// Checks where deliveries may be sent: an absolute `http` or `https` URL with a host. Returns
-/// the URL as given, trimmed.
-pub(crate) fn check_webhook_url(value: &str) -> Result<String> {
+/// Checks where deliveries may be sent: an absolute `http` or `https` URL with a host that,
+/// unless `policy` allows private targets, is no private address and resolves to none now (the
+/// sender checks again after resolving at delivery, so a name whose answer changes later is
+/// caught there). Returns the URL as given, trimmed.
+pub(crate) async fn check_webhook_url(value: &str, policy: &TargetPolicy) -> Result<String> {
     let value = value.trim();
     if value.len() > URL_MAX {
         return Err(Error::invalid(format!(
             "url must be at most {URL_MAX} characters"
         )));
     }
-    let parsed = url::Url::parse(value)
-        .map_err(|e| Error::invalid(format!("url is not a valid URL: {e}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(Error::invalid("url must be an http or https URL"));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(Error::invalid("url must name a host"));
+    let parsed = policy.check_url(value)?;
+    if let (false, Some(url::Host::Domain(host))) = (policy.allow_private, parsed.host()) {
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        // A name that does not resolve yet is accepted: its deliveries fail until it does, and
+        // every address it resolves to then is checked before connecting.
+        let addrs = tokio::net::lookup_host((host, port))
+            .await
+            .into_iter()
+            .flatten();
+        for addr in addrs {
+            if let Err(private) = policy.check_addr(addr.ip()) {
+                return Err(Error::invalid(format!(
+                    "url's host {host} resolves to a private address ({}); private targets are \
+                     not allowed",
+                    private.0
+                )));
+            }
+        }
     }
     Ok(value.to_owned())
 }
@@ -99,7 +113,7 @@ impl Service {
     /// A new secret and its sealed form, bound to the endpoint so that it cannot be moved to
     /// another row.
     fn webhook_secret(&self, webhook_id: &str) -> Result<(String, String)> {
-        let secret = new_webhook_secret();
+        let secret = WebhookSecret::generate().expose();
         let sealed = self
             .webhook_cipher()?
             .seal(secret.as_bytes(), webhook_id.as_bytes())?;
@@ -109,7 +123,7 @@ impl Service {
     /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
     pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
         actor.require(Permission::WebhooksManage)?;
-        let url = check_webhook_url(&input.url)?;
+        let url = check_webhook_url(&input.url, &self.webhooks.policy).await?;
         let events = check_events(&input.events)?;
         let description = check_description(input.description.as_deref())?;
         let now = self.now();
@@ -160,7 +174,7 @@ impl Service {
     ) -> Result<Webhook> {
         let mut webhook = self.webhook_view(actor, webhook_id).await?;
         if let Some(v) = &input.url {
-            webhook.url = check_webhook_url(v)?;
+            webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
         }
         if let Some(v) = &input.events {
             webhook.events = check_events(v)?;
