@@ -78,7 +78,9 @@ impl JobHandler for DeliverWebhook {
         }
         let body = serde_json::to_vec(&target.event)
             .map_err(|e| JobError::Fail(format!("the event does not serialize: {e}")))?;
-        let timestamp = now.as_micros() / 1_000_000;
+        // The receiver checks this against its own clock (replay protection), so it is the
+        // wall clock's, whatever clock the service keeps its records with.
+        let timestamp = crate::time::Timestamp::now().as_micros() / 1_000_000;
         let signature = sign(&secrets, &target.event.event_id, timestamp, &body);
         let request = DeliveryRequest {
             url: target.url.clone(),

@@ -3,6 +3,7 @@
 //! `deliveries`. The helpers both share are here.
 
 mod deliveries;
+mod sending;
 
 use std::collections::BTreeSet;
 
@@ -197,7 +198,7 @@ async fn bad_input_roles_and_other_organizations(ctx: &TestContext) {
     for (body, says) in [
         (
             json!({"url": "ftp://h.example.com", "events": ["*"]}),
-            "http or https",
+            "http:// or https://",
         ),
         (json!({"url": "not a url", "events": ["*"]}), "url"),
         (
