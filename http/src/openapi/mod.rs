@@ -30,6 +30,7 @@
 
 mod paths;
 mod spec;
+mod webhooks;
 
 use std::sync::OnceLock;
 
@@ -115,6 +116,7 @@ fn build() -> Built {
             paths::operation(operation, &spec, operation.template);
     }
     let error = schemas.out::<ErrorBody>();
+    let webhooks = webhooks::webhooks(&mut schemas);
 
     let components = schemas.into_components(&mut problems);
 
@@ -151,11 +153,14 @@ fn build() -> Built {
             {"name": "knowledge-base", "description": "Knowledge-base documents."},
             {"name": "voices", "description": "Voice search and provider_two's shared library."},
             {"name": "members", "description": "Members and invitations."},
+            {"name": "events", "description": "The record of every change, kept for `events.retention_days`."},
+            {"name": "webhooks", "description": "Endpoints that events are delivered to, and (in `webhooks`) what they receive."},
             {"name": "health", "description": "Liveness and readiness."},
             {"name": "meta", "description": "This document."},
         ],
         "security": [{"ApiKey": []}, {"Bearer": []}],
         "paths": paths,
+        "webhooks": webhooks,
         "components": {
             "schemas": components,
             "responses": error_responses,
@@ -275,6 +280,26 @@ mod tests {
             json!(["string", "null"])
         );
         assert!(update["required"].as_array().is_none_or(|r| r.is_empty()));
+    }
+
+    #[test]
+    fn webhooks_describe_every_event_type() {
+        let webhooks = document()["webhooks"].as_object().unwrap();
+        assert_eq!(webhooks.len(), voiceplane_core::model::EventType::ALL.len());
+        for &event_type in voiceplane_core::model::EventType::ALL {
+            let name = event_type.as_str();
+            let post = &webhooks[name]["post"];
+            let body = &post["requestBody"]["content"]["application/json"]["schema"];
+            assert_eq!(body["properties"]["type"]["const"], name);
+            assert!(
+                post["summary"].as_str().is_some_and(|s| s != name),
+                "{name}"
+            );
+        }
+        let agent = &webhooks["agent.created"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["properties"]["data"];
+        assert_eq!(agent["$ref"], "#/components/schemas/Agent");
+        assert!(document()["components"]["schemas"]["RecordingReady"].is_object());
     }
 
     #[tokio::test]

@@ -105,6 +105,11 @@ impl Schemas {
         self.requests.subschema_for::<T>().to_value()
     }
 
+    /// The schema of a response type written out rather than referenced.
+    pub(crate) fn inline_out<T: JsonSchema>(&mut self) -> Value {
+        T::json_schema(&mut self.responses).to_value()
+    }
+
     /// The schema of a request type written out rather than referenced (a query string's
     /// fields become parameters, not a component).
     pub(crate) fn inline_input<T: JsonSchema>(&mut self) -> Value {
