@@ -1,5 +1,6 @@
 //! The binary end to end, as the README's quick start uses it: `bootstrap` prints its JSON,
-//! `serve` answers with that key, SIGTERM stops it cleanly, a bad config value is one line.
+//! `serve` answers with that key, SIGTERM stops it cleanly, a bad config value is one line, and
+//! webhook deliveries survive SIGKILL.
 //! Runs on a temporary SQLite file; `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -199,5 +200,158 @@ fn a_bad_config_value_is_one_line_naming_the_key() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(stderr.contains("***"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Events recorded while the receiver is down, the server killed with SIGKILL and started
+/// again: every event still reaches the receiver once it is up.
+#[test]
+fn deliveries_survive_sigkill() {
+    let dir = temp_dir();
+    let with_env = |mut cmd: Command| {
+        cmd.env(
+            "VOICEPLANE_SECRETS__MASTER_KEY",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        )
+        .env("VOICEPLANE_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
+        .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", &["1"; 60].join(","));
+        cmd
+    };
+    let out = with_env(voiceplane(&dir))
+        .args([
+            "bootstrap",
+            "--org-name",
+            "Acme",
+            "--admin-email",
+            "ops@example.com",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (org, key) = (
+        boot["organization_id"].as_str().unwrap().to_owned(),
+        boot["api_key"].as_str().unwrap().to_owned(),
+    );
+    // The receiver's port, closed for now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let spawn = || {
+        let mut child = with_env(voiceplane(&dir))
+            .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
+            .arg("serve")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = loop {
+            let line = lines.next().expect("the server logs its address").unwrap();
+            if let Some(at) = line.find("listening on ") {
+                break line[at + "listening on ".len()..].trim().to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (child, base)
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    voiceplane_clients::install_crypto_provider();
+    let http = reqwest::Client::new();
+    let post = |base: String, path: &'static str, body: Value| {
+        let (http, org, key) = (http.clone(), org.clone(), key.clone());
+        async move {
+            let answer: Value = http
+                .post(format!("{base}{path}"))
+                .header("X-API-Key", key)
+                .header("X-Organization-Id", org)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(answer["success"], true, "{answer}");
+            answer
+        }
+    };
+
+    let (mut first, base) = spawn();
+    let events = rt.block_on(async {
+        let url = format!("http://127.0.0.1:{port}/hook");
+        post(
+            base.clone(),
+            "/api/webhooks",
+            json!({"url": url, "events": ["tool.created"]}),
+        )
+        .await;
+        let mut tools = Vec::new();
+        for i in 0..5 {
+            let tool = post(
+                base.clone(),
+                "/api/tools",
+                json!({"tool_name": format!("t{i}"), "tool_description": "d", "http_method": "GET",
+                       "url": "https://example.com/x"}),
+            )
+            .await;
+            tools.push(tool["data"]["tool_id"].as_str().unwrap().to_owned());
+        }
+        tools
+    });
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+
+    let (mut second, _) = spawn();
+    rt.block_on(async {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let receiver = wiremock::MockServer::builder()
+            .listener(listener)
+            .start()
+            .await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(wiremock::ResponseTemplate::new(200))
+            .mount(&receiver)
+            .await;
+        // A job claimed when the process died waits out its lease (a minute) before it is
+        // claimed again; the others are due within a second.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let mut delivered: Vec<String> = receiver
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .map(|r| {
+                    let body: Value = serde_json::from_slice(&r.body).unwrap();
+                    body["data"]["tool_id"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            delivered.sort();
+            delivered.dedup();
+            if delivered.len() == events.len() {
+                let mut expected = events.clone();
+                expected.sort();
+                assert_eq!(delivered, expected);
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "delivered {delivered:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    second.kill().unwrap();
+    second.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
