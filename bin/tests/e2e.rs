@@ -214,7 +214,7 @@ fn deliveries_survive_sigkill() {
             "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
         )
         .env("VOICEPLANE_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
-        .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", &["1"; 60].join(","));
+        .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", ["1"; 60].join(","));
         cmd
     };
     let out = with_env(voiceplane(&dir))
