@@ -87,28 +87,56 @@ pub(crate) async fn enqueue<C: ConnectionTrait>(
     job: &NewJob,
     now: Timestamp,
 ) -> Result<bool> {
+    Ok(enqueue_many(db, std::slice::from_ref(job), now).await? == 1)
+}
+
+/// Writes `jobs` in one statement, skipping those whose `unique_key` is taken; returns how
+/// many were written.
+pub(crate) async fn enqueue_many<C: ConnectionTrait>(
+    db: &C,
+    jobs: &[NewJob],
+    now: Timestamp,
+) -> Result<u64> {
+    if jobs.is_empty() {
+        return Ok(0);
+    }
     let backend = db.get_database_backend();
-    let mut sql = "INSERT INTO jobs (job_id, kind, payload, status, attempts, max_attempts, \
-         run_at, unique_key, created_at, updated_at) \
-         VALUES ($1, $2, $3, 'queued', 0, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING"
-        .to_owned();
+    let mut rows = Vec::with_capacity(jobs.len());
+    let mut values: Vec<Value> = vec![now.as_micros().into()];
+    for job in jobs {
+        let n = values.len();
+        rows.push(format!(
+            "(${}, ${}, ${}, 'queued', 0, ${}, ${}, ${}, $1, $1)",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6
+        ));
+        values.extend([
+            job.job_id.clone().into(),
+            job.kind.clone().into(),
+            job.payload.to_string().into(),
+            i32::try_from(job.max_attempts).unwrap_or(i32::MAX).into(),
+            job.run_at.as_micros().into(),
+            job.unique_key.clone().into(),
+        ]);
+    }
+    let mut sql = format!(
+        "INSERT INTO jobs (job_id, kind, payload, status, attempts, max_attempts, run_at, \
+         unique_key, created_at, updated_at) VALUES {} ON CONFLICT DO NOTHING",
+        rows.join(", ")
+    );
     if backend != DatabaseBackend::Postgres {
+        // SQLite numbers its parameters `?N`.
         sql = sql.replace('$', "?");
     }
-    let values: Vec<Value> = vec![
-        job.job_id.clone().into(),
-        job.kind.clone().into(),
-        job.payload.to_string().into(),
-        i32::try_from(job.max_attempts).unwrap_or(i32::MAX).into(),
-        job.run_at.as_micros().into(),
-        job.unique_key.clone().into(),
-        now.as_micros().into(),
-    ];
     let done = db
         .execute_raw(Statement::from_sql_and_values(backend, sql, values))
         .await
         .map_err(db_err)?;
-    Ok(done.rows_affected() == 1)
+    Ok(done.rows_affected())
 }
 
 /// The rows `worker` holds with this id.

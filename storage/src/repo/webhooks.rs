@@ -17,7 +17,7 @@ use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::WebhookRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::jobs::enqueue;
+use super::jobs::{enqueue, enqueue_many};
 use super::{all, keyset, one, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts, ts_opt};
@@ -69,12 +69,8 @@ fn to_endpoint_of(organization_id: &str, webhook_id: &str) -> SimpleExpr {
 }
 
 /// Writes `delivery` and the job that attempts it, due at `run_at`, on `db`.
-async fn insert_delivery<C: ConnectionTrait>(
-    db: &C,
-    delivery: &Delivery,
-    job: &NewJob,
-) -> Result<()> {
-    webhook_delivery::Entity::insert(webhook_delivery::ActiveModel {
+fn delivery_row(delivery: &Delivery) -> webhook_delivery::ActiveModel {
+    webhook_delivery::ActiveModel {
         delivery_id: Set(delivery.delivery_id.clone()),
         webhook_id: Set(delivery.webhook_id.clone()),
         event_id: Set(delivery.event_id.clone()),
@@ -86,10 +82,18 @@ async fn insert_delivery<C: ConnectionTrait>(
         last_status_code: Set(delivery.last_status_code.map(i32::from)),
         last_error: Set(delivery.last_error.clone()),
         created_at: Set(delivery.created_at.as_micros()),
-    })
-    .exec_without_returning(db)
-    .await
-    .map_err(db_err)?;
+    }
+}
+
+async fn insert_delivery<C: ConnectionTrait>(
+    db: &C,
+    delivery: &Delivery,
+    job: &NewJob,
+) -> Result<()> {
+    webhook_delivery::Entity::insert(delivery_row(delivery))
+        .exec_without_returning(db)
+        .await
+        .map_err(db_err)?;
     enqueue(db, job, delivery.created_at).await?;
     Ok(())
 }
@@ -114,13 +118,23 @@ pub(crate) async fn fan_out<C: ConnectionTrait>(
         .await
         .map_err(db_err)?;
     let name = event.event_type.as_str();
+    let mut deliveries = Vec::new();
     for endpoint in endpoints {
         let events: Vec<String> = from_json("webhooks.events", &endpoint.events)?;
         if events.iter().any(|e| e == "*" || e == name) {
-            let delivery = Delivery::pending(&endpoint.webhook_id, event);
-            insert_delivery(db, &delivery, &delivery.job(event.created_at)).await?;
+            deliveries.push(Delivery::pending(&endpoint.webhook_id, event));
         }
     }
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    // Two statements whatever the number of endpoints: the deliveries, then their jobs.
+    webhook_delivery::Entity::insert_many(deliveries.iter().map(delivery_row))
+        .exec_without_returning(db)
+        .await
+        .map_err(db_err)?;
+    let jobs: Vec<NewJob> = deliveries.iter().map(|d| d.job(event.created_at)).collect();
+    enqueue_many(db, &jobs, event.created_at).await?;
     Ok(())
 }
 
