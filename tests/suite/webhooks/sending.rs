@@ -11,7 +11,7 @@ use standardwebhooks::Webhook as Verifier;
 use voiceplane_clients::{HttpWebhookSender, WebhookSenderSettings};
 use voiceplane_core::Service;
 use voiceplane_core::auth::Actor;
-use voiceplane_core::jobs::RunnerConfig;
+use voiceplane_core::jobs::{JobRepository, RunnerConfig};
 use voiceplane_core::model::*;
 use voiceplane_core::page::PageParams;
 use voiceplane_core::webhooks::TargetPolicy;
@@ -298,9 +298,59 @@ async fn a_rotated_endpoint_is_signed_with_both_secrets(ctx: &TestContext) {
     task.await.unwrap();
 }
 
+/// Two runners on one database (as two instances would be): every event is delivered, and
+/// none twice.
+async fn two_runners_deliver_each_event_once(ctx: &TestContext) {
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&receiver)
+        .await;
+    let service = delivering(ctx, &[10], true);
+    let admin = ctx.admin("Acme").await;
+    endpoint(&service, &admin, receiver.uri(), &["tool.created"]).await;
+    let count = 40;
+    for i in 0..count {
+        service
+            .tool_create(&admin, new_tool(&format!("t{i}")))
+            .await
+            .unwrap();
+    }
+    let (stop1, task1) = run_jobs(&service);
+    let (stop2, task2) = run_jobs(&service);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while received(&receiver).await.len() < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not every event was delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Both runners idle: nothing is left to deliver, and nothing arrived twice.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while ctx.repo.job_next_due().await.unwrap().is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "jobs left");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut ids: Vec<String> = received(&receiver)
+        .await
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), count);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "an event was delivered twice");
+    stop1.send(()).unwrap();
+    stop2.send(()).unwrap();
+    task1.await.unwrap();
+    task2.await.unwrap();
+}
+
 db_tests!(
     an_event_is_delivered_signed_and_recorded,
     failures_are_retried_on_the_schedule,
     disabled_endpoints_and_private_targets_get_nothing,
     a_rotated_endpoint_is_signed_with_both_secrets,
+    two_runners_deliver_each_event_once,
 );
