@@ -209,56 +209,40 @@ impl Extract for JsonContentType {
     }
 }
 
-/// `200 {"success": true, "data": …}`.
-pub(crate) struct Data<T>(pub(crate) T);
+/// A reply type answering `{"success": true, "data": …}` with one status.
+macro_rules! enveloped {
+    ($(#[$doc:meta])* $name:ident, $status:ident, $description:literal) => {
+        $(#[$doc])*
+        pub(crate) struct $name<T>(pub(crate) T);
 
-impl<T: Serialize + JsonSchema + 'static> Reply for Data<T> {
-    fn into_response(self) -> Response<ResponseBody> {
-        response::data(StatusCode::OK, &self.0)
-    }
+        impl<T: Serialize + JsonSchema + 'static> Reply for $name<T> {
+            fn into_response(self) -> Response<ResponseBody> {
+                response::data(StatusCode::$status, &self.0)
+            }
 
-    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
-        spec.output = Output::Json {
-            status: StatusCode::OK,
-            description: "The resource.",
-            schema: schemas.out::<DataEnvelope<'static, T>>(),
-        };
-    }
+            fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+                spec.output = Output::Json {
+                    status: StatusCode::$status,
+                    description: $description,
+                    schema: schemas.out::<DataEnvelope<'static, T>>(),
+                };
+            }
+        }
+    };
 }
 
-/// `201 {"success": true, "data": …}`.
-pub(crate) struct Created<T>(pub(crate) T);
-
-impl<T: Serialize + JsonSchema + 'static> Reply for Created<T> {
-    fn into_response(self) -> Response<ResponseBody> {
-        response::data(StatusCode::CREATED, &self.0)
-    }
-
-    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
-        spec.output = Output::Json {
-            status: StatusCode::CREATED,
-            description: "Created.",
-            schema: schemas.out::<DataEnvelope<'static, T>>(),
-        };
-    }
-}
-
-/// `202 {"success": true, "data": …}`: the work was scheduled and happens after the answer.
-pub(crate) struct Accepted<T>(pub(crate) T);
-
-impl<T: Serialize + JsonSchema + 'static> Reply for Accepted<T> {
-    fn into_response(self) -> Response<ResponseBody> {
-        response::data(StatusCode::ACCEPTED, &self.0)
-    }
-
-    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
-        spec.output = Output::Json {
-            status: StatusCode::ACCEPTED,
-            description: "Accepted: scheduled, done after this answer.",
-            schema: schemas.out::<DataEnvelope<'static, T>>(),
-        };
-    }
-}
+enveloped!(
+    /// `200 {"success": true, "data": …}`.
+    Data, OK, "The resource."
+);
+enveloped!(
+    /// `201 {"success": true, "data": …}`.
+    Created, CREATED, "Created."
+);
+enveloped!(
+    /// `202 {"success": true, "data": …}`: the work was scheduled and happens after the answer.
+    Accepted, ACCEPTED, "Accepted: scheduled, done after this answer."
+);
 
 /// `200` with the value as it is, without an envelope.
 pub(crate) struct Bare<T>(pub(crate) T);

@@ -13,23 +13,7 @@ use voiceplane_core::jobs::{
     RunnerConfig,
 };
 use voiceplane_core::time::Timestamp;
-use voiceplane_suite::{TestContext, db_tests};
-
-/// Polls `done` until it holds, for at most 20 s.
-async fn eventually<F, Fut>(what: &str, mut done: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !done().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+use voiceplane_suite::{TestContext, db_tests, eventually};
 
 fn new_job(id: &str, max_attempts: u32) -> NewJob {
     NewJob {

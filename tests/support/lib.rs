@@ -34,6 +34,7 @@
 mod builders;
 mod caller;
 mod context;
+mod poll;
 mod s3_env;
 mod server;
 mod upstreams;
@@ -47,6 +48,7 @@ pub use context::{
     Backend, JWT_SECRET, MASTER_KEY, POSTGRES_URL_VAR, REQUIRE_POSTGRES_VAR, TestClock,
     TestContext, jwt_for,
 };
+pub use poll::eventually;
 pub use s3_env::s3_from_env;
 pub use server::{TestServer, http_client};
 pub use upstreams::{mount_twilio_account, mount_voice_catalogue, telephony, voice_providers};

@@ -77,28 +77,39 @@ async fn endpoint(
         .unwrap()
 }
 
-/// Polls the endpoint's only delivery until `done` holds, for at most 20 s.
+/// Polls the endpoint's only delivery until `done` holds; returns it.
 async fn delivery_when(
     service: &Service,
     admin: &Actor,
     webhook_id: &str,
     done: impl Fn(&Delivery) -> bool,
 ) -> Delivery {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let only = || async {
         let list = service
             .delivery_list(admin, webhook_id, &PageParams::default())
             .await
             .unwrap()
             .items;
-        if let [only] = &list[..]
-            && done(only)
-        {
-            return only.clone();
+        match &list[..] {
+            [only] => Some(only.clone()),
+            _ => None,
         }
-        assert!(tokio::time::Instant::now() < deadline, "delivery: {list:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    };
+    eventually("the delivery", || async {
+        only().await.is_some_and(|d| done(&d))
+    })
+    .await;
+    only().await.unwrap()
+}
+
+/// A receiver on loopback that answers every POST with `status`.
+async fn answering(status: u16) -> MockServer {
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(status))
+        .mount(&receiver)
+        .await;
+    receiver
 }
 
 async fn received(receiver: &MockServer) -> Vec<wiremock::Request> {
@@ -166,11 +177,7 @@ async fn failures_are_retried_on_the_schedule(ctx: &TestContext) {
         .mount(&flaky)
         .await;
     // Always 500: failed once the schedule's two delays are spent.
-    let broken = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500))
-        .mount(&broken)
-        .await;
+    let broken = answering(500).await;
     let service = delivering(ctx, &[10, 20], true);
     let admin = ctx.admin("Acme").await;
     let flaky_hook = endpoint(&service, &admin, flaky.uri(), &["*"]).await;
@@ -231,14 +238,8 @@ async fn disabled_endpoints_and_private_targets_get_nothing(ctx: &TestContext) {
         .unwrap_err();
     assert!(refused.to_string().contains("private"), "{refused}");
 
-    let off = MockServer::start().await;
-    let on = MockServer::start().await;
-    for receiver in [&off, &on] {
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200))
-            .mount(receiver)
-            .await;
-    }
+    let off = answering(200).await;
+    let on = answering(200).await;
     let service = delivering(ctx, &[10], true);
     let off_hook = endpoint(&service, &admin, off.uri(), &["*"]).await;
     let on_hook = endpoint(&service, &admin, on.uri(), &["*"]).await;
@@ -266,11 +267,7 @@ async fn disabled_endpoints_and_private_targets_get_nothing(ctx: &TestContext) {
 }
 
 async fn a_rotated_endpoint_is_signed_with_both_secrets(ctx: &TestContext) {
-    let receiver = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&receiver)
-        .await;
+    let receiver = answering(200).await;
     let service = delivering(ctx, &[10], true);
     let admin = ctx.admin("Acme").await;
     let before = endpoint(&service, &admin, receiver.uri(), &["*"]).await;
@@ -301,11 +298,7 @@ async fn a_rotated_endpoint_is_signed_with_both_secrets(ctx: &TestContext) {
 /// Two runners on one database (as two instances would be): every event is delivered, and
 /// none twice.
 async fn two_runners_deliver_each_event_once(ctx: &TestContext) {
-    let receiver = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&receiver)
-        .await;
+    let receiver = answering(200).await;
     let service = delivering(ctx, &[10], true);
     let admin = ctx.admin("Acme").await;
     endpoint(&service, &admin, receiver.uri(), &["tool.created"]).await;
@@ -318,20 +311,15 @@ async fn two_runners_deliver_each_event_once(ctx: &TestContext) {
     }
     let (stop1, task1) = run_jobs(&service);
     let (stop2, task2) = run_jobs(&service);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while received(&receiver).await.len() < count {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not every event was delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("every event is delivered", || async {
+        received(&receiver).await.len() >= count
+    })
+    .await;
     // Both runners idle: nothing is left to deliver, and nothing arrived twice.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while ctx.repo.job_next_due().await.unwrap().is_some() {
-        assert!(tokio::time::Instant::now() < deadline, "jobs left");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("no job is left", || async {
+        ctx.repo.job_next_due().await.unwrap().is_none()
+    })
+    .await;
     let mut ids: Vec<String> = received(&receiver)
         .await
         .iter()
