@@ -198,7 +198,9 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
             config.webhooks.schedule().unwrap_or_default(),
         )
         .with_event_retention(std::time::Duration::from_secs(
-            u64::try_from(config.events.retention_days).unwrap_or(u64::MAX / 2) * 86_400,
+            u64::try_from(config.events.retention_days)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(86_400),
         ));
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));
@@ -292,7 +294,12 @@ pub async fn serve(
         .await
         .map_err(|e| Error::Runtime(scrub(&e.to_string(), &config.database.url)))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let runner = service.job_runner(RunnerConfig::default());
+    let runner = service.job_runner(RunnerConfig {
+        lease: std::time::Duration::from_secs(
+            u64::try_from(config.jobs.lease_secs).unwrap_or(u64::MAX),
+        ),
+        ..RunnerConfig::default()
+    });
     let jobs = tokio::spawn(runner.run(async move {
         let _ = stopped.await;
     }));

@@ -37,7 +37,12 @@ fn voiceplane(dir: &Path) -> Command {
 
 /// Spawns `serve` on port 0 and returns the child, its base URL and the stream of its stderr.
 fn spawn_server(dir: &Path) -> (Child, String, mpsc::Receiver<String>) {
-    let mut child = voiceplane(dir)
+    spawn_serve(voiceplane(dir))
+}
+
+/// Spawns `cmd serve` on port 0, like [`spawn_server`].
+fn spawn_serve(mut cmd: Command) -> (Child, String, mpsc::Receiver<String>) {
+    let mut child = cmd
         .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
         .arg("serve")
         .stderr(Stdio::piped())
@@ -214,6 +219,8 @@ fn deliveries_survive_sigkill() {
             "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
         )
         .env("VOICEPLANE_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
+        // A job running when the process is killed is run again after its lease.
+        .env("VOICEPLANE_JOBS__LEASE_SECS", "2")
         .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", ["1"; 60].join(","));
         cmd
     };
@@ -243,24 +250,8 @@ fn deliveries_survive_sigkill() {
         .local_addr()
         .unwrap()
         .port();
-    let spawn = || {
-        let mut child = with_env(voiceplane(&dir))
-            .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
-            .arg("serve")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines.next().expect("the server logs its address").unwrap();
-            if let Some(at) = line.find("listening on ") {
-                break line[at + "listening on ".len()..].trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        (child, base)
-    };
+    // The log receivers are kept alive so that the servers' stderr keeps being drained.
+    let spawn = || spawn_serve(with_env(voiceplane(&dir)));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -286,7 +277,7 @@ fn deliveries_survive_sigkill() {
         }
     };
 
-    let (mut first, base) = spawn();
+    let (mut first, base, _first_logs) = spawn();
     let events = rt.block_on(async {
         let url = format!("http://127.0.0.1:{port}/hook");
         post(
@@ -311,7 +302,7 @@ fn deliveries_survive_sigkill() {
     first.kill().unwrap(); // SIGKILL
     first.wait().unwrap();
 
-    let (mut second, _) = spawn();
+    let (mut second, _, _second_logs) = spawn();
     rt.block_on(async {
         let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
         let receiver = wiremock::MockServer::builder()
@@ -322,9 +313,9 @@ fn deliveries_survive_sigkill() {
             .respond_with(wiremock::ResponseTemplate::new(200))
             .mount(&receiver)
             .await;
-        // A job claimed when the process died waits out its lease (a minute) before it is
-        // claimed again; the others are due within a second.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        // A job claimed when the process died waits out its lease (2 s) before it is claimed
+        // again; the others are due within a second.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             let mut delivered: Vec<String> = receiver
                 .received_requests()

@@ -253,7 +253,8 @@ mod tests {
                     "database.max_connections"
                     | "http.max_body_bytes"
                     | "http.max_upload_bytes"
-                    | "events.retention_days" => "5",
+                    | "events.retention_days"
+                    | "jobs.lease_secs" => "5",
                     "storage.backend" => "s3",
                     "storage.path_style" | "webhooks.allow_private_targets" => "false",
                     "webhooks.retry_schedule" => "1,2",

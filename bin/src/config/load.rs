@@ -187,6 +187,9 @@ impl Config {
                 "must be up to 100 whole numbers of seconds separated by commas, e.g. 5,300,1800",
             ));
         }
+        if self.jobs.lease_secs == 0 {
+            return Err(ConfigError::new("jobs.lease_secs", "must be at least 1"));
+        }
         if self.events.retention_days == 0 {
             return Err(ConfigError::new(
                 "events.retention_days",

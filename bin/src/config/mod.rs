@@ -29,9 +29,9 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, EventsSettings, HttpSettings, ProviderOneConfig,
-    ProviderTwoConfig, ProvidersConfig, SecretsConfig, StorageBackend, StorageConfig,
-    TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
+    AuthConfig, Config, DatabaseConfig, EventsSettings, HttpSettings, JobsSettings,
+    ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, SecretsConfig, StorageBackend,
+    StorageConfig, TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -78,6 +78,7 @@ pub const KEYS: &[&str] = &[
     "events.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
+    "jobs.lease_secs",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

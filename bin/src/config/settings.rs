@@ -38,6 +38,8 @@ pub struct Config {
     pub events: EventsSettings,
     /// `webhooks.*`: how events are delivered.
     pub webhooks: WebhooksSettings,
+    /// `jobs.*`: the durable job runner.
+    pub jobs: JobsSettings,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             http: HttpSettings::default(),
             events: EventsSettings::default(),
             webhooks: WebhooksSettings::default(),
+            jobs: JobsSettings::default(),
         }
     }
 }
@@ -350,6 +353,22 @@ pub struct EventsSettings {
 impl Default for EventsSettings {
     fn default() -> Self {
         Self { retention_days: 30 }
+    }
+}
+
+/// `jobs.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsSettings {
+    /// `jobs.lease_secs`: how long a claimed job is reserved for its runner; a job whose
+    /// process died is run again after this.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub lease_secs: usize,
+}
+
+impl Default for JobsSettings {
+    fn default() -> Self {
+        Self { lease_secs: 60 }
     }
 }
 
