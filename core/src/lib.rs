@@ -32,6 +32,7 @@ pub mod crypto;
 pub mod error;
 pub mod ids;
 pub mod jobs;
+pub mod knowledge;
 pub mod model;
 pub mod page;
 pub mod repo;
