@@ -193,7 +193,7 @@ pub trait BlobStore: Send + Sync + 'static {
     /// sign one itself (S3); `None` when it cannot (fs, memory), and the caller signs its own.
     async fn presign_get(&self, key: &str, expires: Duration) -> Result<Option<String>>;
 
-    /// A URI naming `key` in this store, e.g. `s3://bucket/key` or `file:///root/key`.
+    /// A URI naming `key` in this store, e.g. `s3://bucket/key`, or `voiceplane://key` where the store has no public name (fs).
     fn uri(&self, key: &str) -> String;
 
     /// Succeeds when the store answers.

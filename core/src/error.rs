@@ -22,6 +22,10 @@ pub enum Error {
     /// The request body is larger than allowed (HTTP 413).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The content is of a type the operation cannot read, e.g. a knowledge-base file that is
+    /// not text, Markdown, HTML or PDF (HTTP 415).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// An upstream provider failed or answered garbage (HTTP 502).
     #[error("{0}")]
     Upstream(String),

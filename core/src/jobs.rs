@@ -124,6 +124,8 @@ pub trait JobRepository: Send + Sync {
     /// Puts a recurring job `worker` holds back in the queue, due at `run_at`, its attempts
     /// starting over.
     async fn job_reschedule(&self, job_id: &str, worker: &str, run_at: Timestamp) -> Result<()>;
+    /// Extends the lease of a job `worker` still holds to `lease_until`: it is still running.
+    async fn job_extend(&self, job_id: &str, worker: &str, lease_until: Timestamp) -> Result<()>;
     /// Hands back a job `worker` holds without counting the attempt (shutdown).
     async fn job_release(&self, job_id: &str, worker: &str) -> Result<()>;
     /// When the next queued job is due, or the next lease ends.
@@ -167,6 +169,12 @@ pub enum Done {
 pub trait JobHandler: Send + Sync {
     /// Runs `job`; called at least once per job, so it must tolerate running twice.
     async fn run(&self, job: &Job) -> std::result::Result<Done, JobError>;
+
+    /// How long one run may take, when this kind needs another limit than
+    /// [`RunnerConfig::timeout`].
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Wakes the runners of this process when a job is enqueued, so that an idle runner starts it
@@ -375,12 +383,29 @@ impl JobRunner {
                 job.kind
             ))),
             Some(handler) => {
-                match tokio::time::timeout(self.config.timeout, handler.run(&job)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(JobError::Retry(format!(
-                        "timed out after {} s",
-                        self.config.timeout.as_secs_f64()
-                    ))),
+                let limit = handler.timeout().unwrap_or(self.config.timeout);
+                let run = tokio::time::timeout(limit, handler.run(&job));
+                tokio::pin!(run);
+                // The lease is renewed while the job runs, so that a run longer than the
+                // lease is not claimed again by another runner; a runner that dies stops
+                // renewing and its jobs come back once the lease ends.
+                let renew_every = (self.config.lease / 3).max(Duration::from_millis(100));
+                loop {
+                    tokio::select! {
+                        result = &mut run => break match result {
+                            Ok(result) => result,
+                            Err(_) => Err(JobError::Retry(format!(
+                                "timed out after {} s",
+                                limit.as_secs_f64()
+                            ))),
+                        },
+                        () = tokio::time::sleep(renew_every) => {
+                            let until = self.clock.now().plus(self.config.lease);
+                            if let Err(e) = self.repo.job_extend(&job.job_id, worker, until).await {
+                                tracing::warn!(job_id = %job.job_id, error = %e, "could not renew a job's lease");
+                            }
+                        }
+                    }
                 }
             }
         };

@@ -21,7 +21,8 @@ pub const TEXT_HTML: &str = "text/html";
 pub const APPLICATION_PDF: &str = "application/pdf";
 
 /// The media types a knowledge-base file may have; anything else is refused at upload (415).
-pub const SUPPORTED_MEDIA_TYPES: [&str; 4] = [TEXT_PLAIN, TEXT_MARKDOWN, TEXT_HTML, APPLICATION_PDF];
+pub const SUPPORTED_MEDIA_TYPES: [&str; 4] =
+    [TEXT_PLAIN, TEXT_MARKDOWN, TEXT_HTML, APPLICATION_PDF];
 
 /// The supported media type a file declared as `declared` (a `Content-Type`, parameters
 /// allowed) is read as. When the declaration says nothing useful (empty,
@@ -115,7 +116,7 @@ pub fn encode_vector(v: &[f32]) -> Vec<u8> {
 
 /// The vector [`encode_vector`] stored; `None` if `bytes` is not a whole number of `f32`s.
 pub fn decode_vector(bytes: &[u8]) -> Option<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     Some(
@@ -161,7 +162,10 @@ mod tests {
         );
         assert_eq!(media_type_of("", Some("notes.md")), Some(TEXT_MARKDOWN));
         assert_eq!(media_type_of("image/png", Some("a.txt")), None);
-        assert_eq!(media_type_of("application/octet-stream", Some("a.exe")), None);
+        assert_eq!(
+            media_type_of("application/octet-stream", Some("a.exe")),
+            None
+        );
         assert_eq!(media_type_of("application/octet-stream", None), None);
     }
 

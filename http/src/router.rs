@@ -262,6 +262,11 @@ routes! {
     /// Delete a document
     DELETE "/api/knowledge-base/{documentation_id}" => DocumentDelete { documentation_id }
         = knowledge_base::document_delete;
+    /// Process a document again; it is pending at once
+    POST "/api/knowledge-base/{documentation_id}/reprocess" => DocumentReprocess { documentation_id }
+        = knowledge_base::document_reprocess;
+    /// Search the chunks of the organization's processed documents
+    POST "/api/knowledge-base/search" => DocumentSearch = knowledge_base::document_search;
 
     /// Search a provider's voices
     GET "/api/voices/search" => VoiceSearch = voices::voice_search [502];
@@ -554,6 +559,20 @@ mod tests {
         assert_eq!(
             resolve(&Method::POST, "/api/knowledge-base"),
             Ok(Route::DocumentCreate)
+        );
+        // A literal segment beside `{documentation_id}`: search is not a document.
+        assert_eq!(
+            resolve(&Method::POST, "/api/knowledge-base/search"),
+            Ok(Route::DocumentSearch)
+        );
+        assert_eq!(
+            resolve(
+                &Method::POST,
+                "/api/knowledge-base/doc_0123456789ab/reprocess"
+            ),
+            Ok(Route::DocumentReprocess {
+                documentation_id: "doc_0123456789ab".into()
+            })
         );
         assert_eq!(
             get("/api/auth/organizations/invitations"),

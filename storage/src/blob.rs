@@ -133,8 +133,8 @@ impl fmt::Debug for S3Settings {
 
 #[derive(Debug, Clone)]
 enum Backend {
-    /// The canonical root folder.
-    Fs(PathBuf),
+    /// A folder on this machine; its path never leaves the process.
+    Fs,
     Memory,
     S3 {
         bucket: String,
@@ -144,7 +144,7 @@ enum Backend {
 impl Backend {
     fn name(&self) -> &'static str {
         match self {
-            Self::Fs(_) => "fs",
+            Self::Fs => "fs",
             Self::Memory => "memory",
             Self::S3 { .. } => "s3",
         }
@@ -224,7 +224,7 @@ impl OpendalBlobStore {
         let op = Operator::new(builder).map_err(|e| build_error("fs", e))?;
         Ok(Self {
             op,
-            backend: Backend::Fs(root),
+            backend: Backend::Fs,
         })
     }
 
@@ -537,10 +537,8 @@ impl BlobStore for OpendalBlobStore {
     fn uri(&self, key: &str) -> String {
         let key = key.trim_start_matches('/');
         match &self.backend {
-            Backend::Fs(root) => {
-                let root = root.to_string_lossy();
-                format!("file://{}/{key}", root.trim_end_matches('/'))
-            }
+            // The server's disk layout is nobody's business (DESIGN §15).
+            Backend::Fs => format!("voiceplane://{key}"),
             Backend::Memory => format!("memory:///{key}"),
             Backend::S3 { bucket } => format!("s3://{bucket}/{key}"),
         }
@@ -552,7 +550,7 @@ impl BlobStore for OpendalBlobStore {
             // The root folder must still be there (a missing one would make every write
             // recreate it somewhere nobody looks). OpenDAL answers for "/" without looking,
             // so look at the temporary folder inside it.
-            Backend::Fs(_) => self
+            Backend::Fs => self
                 .op
                 .stat(&format!("{FS_TEMP_DIR}/"))
                 .await

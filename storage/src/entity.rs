@@ -162,6 +162,29 @@ pub mod tool {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+pub mod chunk {
+    use sea_orm::entity::prelude::*;
+
+    /// On Postgres the table also has `tsv`, generated from `text`; no query of the entity
+    /// names it.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "kb_chunks")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub chunk_id: i64,
+        pub organization_id: String,
+        pub documentation_id: String,
+        pub chunk_index: i64,
+        pub text: String,
+        pub embedding: Option<Vec<u8>>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 pub mod document {
     use sea_orm::entity::prelude::*;
 
@@ -182,6 +205,8 @@ pub mod document {
         pub page_count: Option<i64>,
         pub vector_count: Option<i64>,
         pub last_processed_at: Option<i64>,
+        pub processing_error: Option<String>,
+        pub processing_job: Option<String>,
         pub text_content: Option<String>,
         pub created_at: i64,
         pub updated_at: i64,

@@ -56,6 +56,8 @@ pub const DOCUMENT_FIELDS: &[&str] = &[
     "page_count",
     "vector_count",
     "last_processed_at",
+    // Beyond SPEC §2.4: why processing failed (DESIGN §12).
+    "processing_error",
     "created_at",
     "updated_at",
 ];

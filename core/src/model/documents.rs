@@ -61,8 +61,10 @@ pub struct Document {
     pub page_count: Option<i64>,
     /// Vectors produced by processing.
     pub vector_count: Option<i64>,
-    /// When processing last ran.
+    /// When processing last ended.
     pub last_processed_at: Option<Timestamp>,
+    /// Why processing failed, in a sentence the owner can act on; `null` unless `failed`.
+    pub processing_error: Option<String>,
     /// When it was created.
     pub created_at: Timestamp,
     /// Last change.
@@ -88,4 +90,69 @@ pub struct DocumentUpdate {
     /// New name.
     #[serde(default)]
     pub name: Option<String>,
+}
+
+/// Body of `POST /api/knowledge-base/search`.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DocumentSearch {
+    /// What to look for, 1–1000 characters.
+    pub query: String,
+    /// Only chunks of these documents; all of the organization's when absent.
+    #[serde(default)]
+    pub document_ids: Option<Vec<String>>,
+    /// Results, 1–50 (default 5).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// One chunk that matched a search, best first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct SearchHit {
+    /// The document the chunk belongs to.
+    pub documentation_id: String,
+    /// The chunk's position in its document, from 0.
+    pub chunk_index: i64,
+    /// The chunk's text.
+    pub text: String,
+    /// Relevance in `[0, 1]`, higher is better: lexical, blended with vector similarity when
+    /// the document has vectors.
+    pub score: f64,
+}
+
+/// A chunk of a processed document, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewChunk {
+    /// Position in the document, from 0.
+    pub chunk_index: i64,
+    /// The text.
+    pub text: String,
+    /// Its embedding, when a provider made one.
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// A stored chunk with its embedding, for vector ranking.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkVector {
+    /// The document.
+    pub documentation_id: String,
+    /// Position in the document.
+    pub chunk_index: i64,
+    /// The text.
+    pub text: String,
+    /// The embedding.
+    pub embedding: Vec<f32>,
+}
+
+/// What processing reads of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentSource {
+    /// The document, now `processing`.
+    pub document: Document,
+    /// The content of a text document.
+    pub text: Option<String>,
+    /// The status it had before this run marked it `processing`.
+    pub previous_status: ProcessingStatus,
 }

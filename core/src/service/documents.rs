@@ -4,6 +4,7 @@ use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
+use crate::knowledge;
 use crate::model::{
     Document, DocumentType, DocumentUpdate, EventType, NewTextDocument, Outcome, ProcessingStatus,
 };
@@ -71,13 +72,15 @@ impl Service {
             page_count: None,
             vector_count: None,
             last_processed_at: None,
+            processing_error: None,
             created_at: now,
             updated_at: now,
         };
         let event = self.event(EventType::DocumentCreated, &doc)?;
+        let job = self.processing_job(&doc.documentation_id);
         self.after_write(
             self.repo
-                .document_insert(&doc, Some(&input.text), &event)
+                .document_insert(&doc, Some(&input.text), &event, &job)
                 .await,
         )?;
         Ok(doc)
@@ -107,7 +110,18 @@ impl Service {
             })
             .collect();
         let name = validate::text("name", name.unwrap_or(&filename), 200)?;
-        let content_type = validate::text("content type", content_type, 200)?;
+        // Refused before a byte is stored. What the file is read as is what is recorded, so
+        // that a client that sends every file as `application/octet-stream` still gets the
+        // type its extension says.
+        let content_type = knowledge::media_type_of(content_type, Some(&filename))
+            .ok_or_else(|| {
+                Error::UnsupportedMediaType(format!(
+                    "knowledge-base files must be one of {}; this one is neither declared as \
+                     one nor named with a matching extension",
+                    knowledge::SUPPORTED_MEDIA_TYPES.join(", ")
+                ))
+            })?
+            .to_owned();
         let blobs = self.blobs()?;
         let id = self.id(IdKind::Document);
         let key = format!("knowledge-base/{}/{id}/{safe}", actor.organization_id);
@@ -127,11 +141,15 @@ impl Service {
             page_count: None,
             vector_count: None,
             last_processed_at: None,
+            processing_error: None,
             created_at: now,
             updated_at: now,
         };
+        let job = self.processing_job(&doc.documentation_id);
         let inserted = match self.event(EventType::DocumentCreated, &doc) {
-            Ok(event) => self.after_write(self.repo.document_insert(&doc, None, &event).await),
+            Ok(event) => {
+                self.after_write(self.repo.document_insert(&doc, None, &event, &job).await)
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = inserted {
@@ -186,7 +204,8 @@ impl Service {
         Ok(doc)
     }
 
-    /// Deletes a document; agents that used it no longer list it.
+    /// Deletes a document with its chunks, cancelling its processing; agents that used it no
+    /// longer list it.
     pub async fn document_delete(
         &self,
         actor: &Actor,

@@ -69,6 +69,14 @@ impl Service {
                     interval: self.sweep_interval,
                 }),
             );
+        // Without a processor, documents wait (pending) for an instance that has one.
+        let runner = match &self.knowledge.processor {
+            Some(_) => runner.with_handler(
+                super::knowledge::DOCUMENT_PROCESS,
+                Arc::new(super::knowledge::ProcessDocument(self.clone())),
+            ),
+            None => runner,
+        };
         // Without a sender, deliveries wait (pending) for an instance that has one.
         match &self.webhooks.sender {
             Some(sender) => runner.with_handler(

@@ -32,6 +32,8 @@ mod events;
 mod integrations;
 mod jobs;
 pub use jobs::EVENTS_SWEEP;
+mod knowledge;
+pub use knowledge::DOCUMENT_PROCESS;
 mod members;
 mod phone_numbers;
 mod recordings;
@@ -63,6 +65,9 @@ pub struct Service {
     event_retention: std::time::Duration,
     sweep_interval: std::time::Duration,
     webhooks: WebhookDelivery,
+    knowledge: knowledge::Knowledge,
+    /// How long parsing one document may take.
+    knowledge_timeout: std::time::Duration,
 }
 
 /// How the service delivers webhooks.
@@ -115,6 +120,8 @@ impl Service {
                     .map(|s| std::time::Duration::from_secs(*s))
                     .collect(),
             },
+            knowledge: knowledge::Knowledge::default(),
+            knowledge_timeout: std::time::Duration::from_secs(60),
         }
     }
 

@@ -2,10 +2,10 @@
 //! JSON text or from an uploaded file (`multipart/form-data`).
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Document, DocumentUpdate, Outcome};
+use voiceplane_core::model::{Document, DocumentSearch, DocumentUpdate, Outcome, SearchHit};
 use voiceplane_core::page::{Page, PageParams};
 
-use crate::endpoint::{Created, Cx, Data, Json, Query};
+use crate::endpoint::{Accepted, Created, Cx, Data, Json, Query};
 use crate::error::ApiError;
 use crate::multipart::NewDocumentBody;
 
@@ -59,4 +59,24 @@ pub(crate) async fn document_delete(
         .service()
         .document_delete(&actor, &documentation_id)
         .await?)
+}
+
+pub(crate) async fn document_reprocess(
+    cx: Cx,
+    (documentation_id,): (String,),
+    (actor,): (Actor,),
+) -> Result<Accepted<Document>, ApiError> {
+    Ok(Accepted(
+        cx.service()
+            .document_reprocess(&actor, &documentation_id)
+            .await?,
+    ))
+}
+
+pub(crate) async fn document_search(
+    cx: Cx,
+    (): (),
+    (actor, Json(input)): (Actor, Json<DocumentSearch>),
+) -> Result<Data<Vec<SearchHit>>, ApiError> {
+    Ok(Data(cx.service().document_search(&actor, input).await?))
 }

@@ -1,17 +1,24 @@
 //! Knowledge-base documents.
 
 use async_trait::async_trait;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+    TransactionTrait,
+};
 use voiceplane_core::Result;
-use voiceplane_core::model::{Document, Event, EventStamp};
+use voiceplane_core::jobs::NewJob;
+use voiceplane_core::model::{
+    ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk, ProcessingStatus, SearchHit,
+};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::DocumentRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{agents, all, keyset, lock_org, one, record_event};
+use super::{agents, all, chunks, jobs, keyset, lock_org, one, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
-use crate::entity::document;
+use crate::entity::{chunk, document};
 
 fn document_from(m: document::Model) -> Result<Document> {
     Ok(Document {
@@ -28,6 +35,7 @@ fn document_from(m: document::Model) -> Result<Document> {
         page_count: m.page_count,
         vector_count: m.vector_count,
         last_processed_at: ts_opt(m.last_processed_at),
+        processing_error: m.processing_error,
         created_at: ts(m.created_at),
         updated_at: ts(m.updated_at),
     })
@@ -48,6 +56,8 @@ fn document_row(d: &Document, text: Option<&str>) -> document::ActiveModel {
         page_count: Set(d.page_count),
         vector_count: Set(d.vector_count),
         last_processed_at: Set(d.last_processed_at.map(Timestamp::as_micros)),
+        processing_error: Set(d.processing_error.clone()),
+        processing_job: sea_orm::ActiveValue::NotSet,
         text_content: Set(text.map(str::to_owned)),
         created_at: Set(d.created_at.as_micros()),
         updated_at: Set(d.updated_at.as_micros()),
@@ -56,13 +66,22 @@ fn document_row(d: &Document, text: Option<&str>) -> document::ActiveModel {
 
 #[async_trait]
 impl DocumentRepository for SeaRepository {
-    async fn document_insert(&self, d: &Document, text: Option<&str>, event: &Event) -> Result<()> {
+    async fn document_insert(
+        &self,
+        d: &Document,
+        text: Option<&str>,
+        event: &Event,
+        job: &NewJob,
+    ) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        document::Entity::insert(document_row(d, text))
+        let mut row = document_row(d, text);
+        row.processing_job = Set(Some(job.job_id.clone()));
+        document::Entity::insert(row)
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
         record_event(&txn, &d.organization_id, event).await?;
+        jobs::enqueue(&txn, job, d.created_at).await?;
         txn.commit().await.map_err(db_err)
     }
 
@@ -97,12 +116,13 @@ impl DocumentRepository for SeaRepository {
     }
 
     async fn document_update(&self, d: &Document) -> Result<()> {
-        // Metadata only: the content column is left as it is.
-        let mut row = document_row(d, None);
-        row.text_content = sea_orm::ActiveValue::NotSet;
-        row.created_at = sea_orm::ActiveValue::NotSet;
+        // The name only: processing may be writing the other fields at the same time.
         document::Entity::update_many()
-            .set(row)
+            .col_expr(document::Column::Name, Expr::value(d.name.clone()))
+            .col_expr(
+                document::Column::UpdatedAt,
+                Expr::value(d.updated_at.as_micros()),
+            )
             .filter(document::Column::DocumentationId.eq(&d.documentation_id))
             .filter(document::Column::OrganizationId.eq(&d.organization_id))
             .exec(&self.db)
@@ -129,13 +149,187 @@ impl DocumentRepository for SeaRepository {
         else {
             return Ok(None);
         };
+        let owner = processing_job(&txn, id).await?;
+        // Chunks first: their full-text index is kept by triggers on their own deletes.
+        chunk::Entity::delete_many()
+            .filter(chunk::Column::DocumentationId.eq(id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
         document::Entity::delete_by_id(id.to_owned())
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        if let Some(job_id) = owner {
+            jobs::cancel(&txn, &job_id).await?;
+        }
         agents::remove_reference(&txn, organization_id, agents::Refs::Documents, id).await?;
         record_event(&txn, organization_id, &event.with(&doc)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(doc))
     }
+
+    async fn document_reprocess(
+        &self,
+        organization_id: &str,
+        id: &str,
+        job: &NewJob,
+        now: Timestamp,
+    ) -> Result<Option<Document>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(mut doc) = one(
+            &txn,
+            document::Entity::find_by_id(id.to_owned())
+                .filter(document::Column::OrganizationId.eq(organization_id)),
+            document_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        if let Some(previous) = processing_job(&txn, id).await? {
+            jobs::cancel(&txn, &previous).await?;
+        }
+        doc.processing_status = ProcessingStatus::Pending;
+        doc.processing_error = None;
+        doc.updated_at = now.max(doc.updated_at);
+        document::Entity::update_many()
+            .col_expr(
+                document::Column::ProcessingStatus,
+                Expr::value(enum_str(&doc.processing_status)),
+            )
+            .col_expr(
+                document::Column::ProcessingError,
+                Expr::value(Option::<String>::None),
+            )
+            .col_expr(
+                document::Column::ProcessingJob,
+                Expr::value(job.job_id.clone()),
+            )
+            .col_expr(
+                document::Column::UpdatedAt,
+                Expr::value(doc.updated_at.as_micros()),
+            )
+            .filter(document::Column::DocumentationId.eq(id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        jobs::enqueue(&txn, job, now).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(doc))
+    }
+
+    async fn document_processing_start(
+        &self,
+        id: &str,
+        job_id: &str,
+        now: Timestamp,
+    ) -> Result<Option<DocumentSource>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(row) = document::Entity::find_by_id(id.to_owned())
+            .filter(document::Column::ProcessingJob.eq(job_id))
+            .one(&txn)
+            .await
+            .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let text = row.text_content.clone();
+        let mut doc = document_from(row)?;
+        let previous_status = doc.processing_status;
+        doc.processing_status = ProcessingStatus::Processing;
+        doc.updated_at = now.max(doc.updated_at);
+        document::Entity::update_many()
+            .col_expr(
+                document::Column::ProcessingStatus,
+                Expr::value(enum_str(&doc.processing_status)),
+            )
+            .col_expr(
+                document::Column::UpdatedAt,
+                Expr::value(doc.updated_at.as_micros()),
+            )
+            .filter(document::Column::DocumentationId.eq(id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(DocumentSource {
+            document: doc,
+            text,
+            previous_status,
+        }))
+    }
+
+    async fn document_processing_finish(
+        &self,
+        d: &Document,
+        job_id: &str,
+        new_chunks: &[NewChunk],
+        event: &Event,
+    ) -> Result<bool> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let done = document::Entity::update_many()
+            .col_expr(
+                document::Column::ProcessingStatus,
+                Expr::value(enum_str(&d.processing_status)),
+            )
+            .col_expr(
+                document::Column::ProcessingError,
+                Expr::value(d.processing_error.clone()),
+            )
+            .col_expr(document::Column::PageCount, Expr::value(d.page_count))
+            .col_expr(document::Column::VectorCount, Expr::value(d.vector_count))
+            .col_expr(
+                document::Column::LastProcessedAt,
+                Expr::value(d.last_processed_at.map(Timestamp::as_micros)),
+            )
+            .col_expr(
+                document::Column::UpdatedAt,
+                Expr::value(d.updated_at.as_micros()),
+            )
+            .filter(document::Column::DocumentationId.eq(&d.documentation_id))
+            .filter(document::Column::ProcessingJob.eq(job_id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        if done.rows_affected == 0 {
+            // Deleted, or handed to another job while this one ran: nothing of it is kept.
+            return Ok(false);
+        }
+        chunks::replace(&txn, d, new_chunks).await?;
+        record_event(&txn, &d.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn chunk_search(
+        &self,
+        organization_id: &str,
+        terms: &[String],
+        document_ids: Option<&[String]>,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>> {
+        chunks::search(&self.db, organization_id, terms, document_ids, limit).await
+    }
+
+    async fn chunk_vectors(
+        &self,
+        organization_id: &str,
+        document_ids: Option<&[String]>,
+        limit: u32,
+    ) -> Result<Vec<ChunkVector>> {
+        chunks::vectors(&self.db, organization_id, document_ids, limit).await
+    }
+}
+
+/// The job that owns the document's processing, if any.
+async fn processing_job<C: ConnectionTrait>(db: &C, id: &str) -> Result<Option<String>> {
+    let owner: Option<Option<String>> = document::Entity::find_by_id(id.to_owned())
+        .select_only()
+        .column(document::Column::ProcessingJob)
+        .into_tuple()
+        .one(db)
+        .await
+        .map_err(db_err)?;
+    Ok(owner.flatten())
 }

@@ -90,6 +90,16 @@ pub(crate) async fn enqueue<C: ConnectionTrait>(
     Ok(enqueue_many(db, std::slice::from_ref(job), now).await? == 1)
 }
 
+/// Deletes a job, whatever its state, on `db` (the transaction of the change that makes it
+/// pointless). A runner still running it finds nothing to record at its end.
+pub(crate) async fn cancel<C: ConnectionTrait>(db: &C, job_id: &str) -> Result<()> {
+    job::Entity::delete_by_id(job_id.to_owned())
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
 /// Writes `jobs` in one statement, skipping those whose `unique_key` is taken; returns how
 /// many were written.
 pub(crate) async fn enqueue_many<C: ConnectionTrait>(
@@ -268,6 +278,18 @@ impl JobRepository for SeaRepository {
                 (job::Column::LockedUntil, Expr::value(Option::<i64>::None)),
                 (job::Column::LastError, Expr::value(Option::<String>::None)),
             ],
+        )
+        .await
+    }
+
+    async fn job_extend(&self, job_id: &str, worker: &str, lease_until: Timestamp) -> Result<()> {
+        self.job_update(
+            job_id,
+            worker,
+            vec![(
+                job::Column::LockedUntil,
+                Expr::value(lease_until.as_micros()),
+            )],
         )
         .await
     }

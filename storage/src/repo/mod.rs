@@ -17,6 +17,7 @@ pub(crate) use events::{record_event, record_if_changed};
 mod agents;
 mod api_keys;
 mod calls;
+mod chunks;
 mod documents;
 mod events;
 mod integrations;

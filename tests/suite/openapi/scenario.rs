@@ -183,6 +183,20 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
     c.expect(
+        M::POST,
+        &format!("/api/knowledge-base/{doc_id}/reprocess"),
+        Body::None,
+        202,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/knowledge-base/search",
+        Body::Json(json!({"query": "nine", "document_ids": [doc_id], "limit": 3})),
+        200,
+    )
+    .await;
+    c.expect(
         M::DELETE,
         &format!(
             "/api/knowledge-base/{}",

@@ -7,6 +7,8 @@ use sea_orm_migration::schema::{
     string_null, text, text_null,
 };
 
+mod m0007_knowledge;
+
 /// The migrations of voiceplane, in order.
 pub struct Migrator;
 
@@ -20,16 +22,17 @@ impl MigratorTrait for Migrator {
             Box::new(M0004Events),
             Box::new(M0005Jobs),
             Box::new(M0006Webhooks),
+            Box::new(m0007_knowledge::M0007Knowledge),
         ]
     }
 }
 
-fn pk(col: &'static str) -> ColumnDef {
+pub(super) fn pk(col: &'static str) -> ColumnDef {
     string(col).primary_key().take()
 }
 
 /// A foreign key to `organizations`, cascading deletes: an organization owns its rows.
-fn org_fk(table: &'static str) -> ForeignKeyCreateStatement {
+pub(super) fn org_fk(table: &'static str) -> ForeignKeyCreateStatement {
     ForeignKey::create()
         .name(format!("fk_{table}_organization"))
         .from(table, "organization_id")
