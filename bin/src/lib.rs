@@ -253,6 +253,9 @@ fn upstreams(
         )
         .map_err(fail)?,
     );
+    // Built now so that a bad embeddings.* setting stops start-up as a provider's does.
+    // TODO(knowledge): hand it to the Service's knowledge-base processing.
+    let _ = embedder(config, &http)?;
     let telephony = clients::HttpTelephonyValidator::new(
         http,
         clients::TelephonySettings {
@@ -267,6 +270,21 @@ fn upstreams(
         library: Some(provider_two),
     };
     Ok((voices, Arc::new(telephony)))
+}
+
+/// The knowledge base's embeddings provider (`embeddings.*`) over the shared pool `http`;
+/// `None` when `embeddings.base_url` is unset, and documents are indexed for lexical search
+/// only.
+pub fn embedder(
+    config: &Config,
+    http: &voiceplane_clients::HttpClient,
+) -> Result<Option<voiceplane_clients::OpenAiEmbedder>, Error> {
+    config
+        .embeddings
+        .client_settings()
+        .map(|settings| voiceplane_clients::OpenAiEmbedder::new(http.clone(), settings))
+        .transpose()
+        .map_err(|e| Error::Runtime(e.to_string()))
 }
 
 /// The HTTP adapter over `service`, with the configured limits.
@@ -520,6 +538,48 @@ mod tests {
         assert_eq!(
             scrub(&format!("at {sqlite}"), sqlite),
             format!("at {sqlite}")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_embedder_follows_the_embeddings_settings() {
+        use voiceplane_core::knowledge::Embedder as _;
+        use wiremock::matchers::{body_json, header, method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        let http = voiceplane_clients::HttpClient::new(Default::default()).unwrap();
+        assert!(embedder(&Config::default(), &http).unwrap().is_none());
+
+        let server = MockServer::start().await;
+        let vector = serde_json::json!({"data": [{"index": 0, "embedding": [0.5, 1.0]}]});
+        for input in ["a", "b"] {
+            Mock::given(method("POST"))
+                .and(path("/v1/embeddings"))
+                .and(header("authorization", "Bearer emb-key-1"))
+                .and(body_json(
+                    serde_json::json!({"model": "m", "input": [input]}),
+                ))
+                .respond_with(ResponseTemplate::new(200).set_body_json(&vector))
+                .expect(1)
+                .mount(&server)
+                .await;
+        }
+        let mut config = Config::default();
+        config.embeddings.base_url = Some(format!("{}/v1/", server.uri()));
+        config.embeddings.api_key = Some(config::Secret::new("emb-key-1"));
+        config.embeddings.model = "m".into();
+        config.embeddings.batch_size = 1;
+        let built = embedder(&config, &http).unwrap().expect("configured");
+        let vectors = built.embed(&["a".into(), "b".into()]).await.unwrap();
+        assert_eq!(vectors, [[0.5, 1.0], [0.5, 1.0]]);
+
+        config.embeddings.api_key = Some(config::Secret::new("emb-key-1\nX"));
+        let Err(err) = embedder(&config, &http) else {
+            panic!("a key that cannot be a header is refused");
+        };
+        assert_eq!(
+            err.report_line(),
+            "error: embeddings.api_key: contains characters not allowed in an HTTP header"
         );
     }
 

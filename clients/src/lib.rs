@@ -10,6 +10,8 @@
 //! - [`HttpTelephonyValidator`], the
 //!   [`TelephonyValidator`](voiceplane_core::telephony::TelephonyValidator) of Twilio and
 //!   Telnyx credentials;
+//! - [`OpenAiEmbedder`], the [`Embedder`](voiceplane_core::knowledge::Embedder) of any
+//!   OpenAI-compatible embeddings endpoint, in batches, with a timeout of its own;
 //! - [`HttpWebhookSender`], the [`WebhookSender`](voiceplane_core::webhooks::WebhookSender)
 //!   of webhook deliveries, with a pool of its own that connects only to addresses its target
 //!   policy allows.
@@ -21,7 +23,9 @@
 //! Failures become [`voiceplane_core::Error`]s whose sentence names the provider and never
 //! contains the upstream body or a key: timeouts, refused connections, 5xx, unexpected statuses
 //! and malformed JSON are `Upstream` (502); 401/403 is `Upstream` "… rejected the configured
-//! API key"; 400/422 is `InvalidInput` (400); a provider without a key is `Unavailable` (503).
+//! API key"; 400/422 is `InvalidInput` (400) from the voice providers, `Upstream` from the
+//! embeddings provider (whose inputs are ours, not the caller's); a voice provider without a
+//! key is `Unavailable` (503).
 //!
 //! TLS is rustls with the *ring* provider (the one sqlx already uses), installed as the
 //! process default by [`install_crypto_provider`], which [`HttpClient::new`] calls.
@@ -40,6 +44,7 @@
 //! # let _ = provider_two; Ok(()) }
 //! ```
 
+mod embeddings;
 mod provider_one;
 mod provider_two;
 mod telephony;
@@ -52,6 +57,7 @@ use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 use voiceplane_core::Error;
 
+pub use embeddings::{EmbeddingsSettings, OpenAiEmbedder};
 pub use provider_one::{ProviderOne, ProviderOneSettings};
 pub use provider_two::{ProviderTwo, ProviderTwoSettings};
 pub use telephony::{HttpTelephonyValidator, TelephonySettings};
@@ -176,10 +182,15 @@ struct Call {
     provider: &'static str,
     /// What we asked for, as a noun phrase: "the voice search".
     what: &'static str,
-    /// The sentence of a 400/422, after "{provider} rejected …".
-    invalid: &'static str,
+    /// The sentence of a 400/422, after "{provider} rejected …" (a 400 to our caller);
+    /// `None` when such an answer means our request or configuration is wrong rather than the
+    /// caller's input (a 502 naming [`Call::check`]).
+    invalid: Option<&'static str>,
     /// The error for an upstream 404, when it means "no such thing" rather than a wrong URL.
     not_found: Option<&'static str>,
+    /// The configuration to check when the upstream does not know the endpoint (404) or,
+    /// without `invalid`, refuses the request (400/422): "providers.provider_one.base_url".
+    check: &'static str,
 }
 
 impl Call {
@@ -209,15 +220,21 @@ impl Call {
             401 | 403 => {
                 Error::Upstream(format!("{} rejected the configured API key", self.provider))
             }
-            400 | 422 => Error::InvalidInput(format!(
-                "{} rejected {} (HTTP {code})",
-                self.provider, self.invalid
-            )),
+            400 | 422 => match self.invalid {
+                Some(invalid) => Error::InvalidInput(format!(
+                    "{} rejected {invalid} (HTTP {code})",
+                    self.provider
+                )),
+                None => Error::Upstream(format!(
+                    "{} rejected {} (HTTP {code}); check {}",
+                    self.provider, self.what, self.check
+                )),
+            },
             404 => match self.not_found {
                 Some(sentence) => Error::NotFound(sentence.to_owned()),
                 None => Error::Upstream(format!(
-                    "{0} answered {1} with HTTP 404; check providers.{0}.base_url",
-                    self.provider, self.what
+                    "{} answered {} with HTTP 404; check {}",
+                    self.provider, self.what, self.check
                 )),
             },
             429 => Error::Upstream(format!(
@@ -244,14 +261,31 @@ impl Call {
         ))
     }
 
-    /// Sends `request` and decodes a 2xx JSON answer into `T`.
+    /// Sends `request` and decodes a 2xx JSON answer into `T`, within the limits of `http`.
     async fn json<T: DeserializeOwned>(
         &self,
         http: &HttpClient,
         request: reqwest::RequestBuilder,
     ) -> Result<T, Error> {
-        let timeout = http.settings.request_timeout;
+        let settings = http.settings;
+        self.json_within(
+            request,
+            settings.request_timeout,
+            settings.max_response_bytes,
+        )
+        .await
+    }
+
+    /// [`Call::json`] with a timeout of its own (which replaces the pool's for this request)
+    /// and a cap of `max_bytes` on the answer.
+    async fn json_within<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<T, Error> {
         let response = request
+            .timeout(timeout)
             .send()
             .await
             .map_err(|e| self.transport(e, timeout))?;
@@ -259,7 +293,7 @@ impl Call {
         if !status.is_success() {
             return Err(self.status(status));
         }
-        let body = read_limited(response, http.settings.max_response_bytes)
+        let body = read_limited(response, max_bytes)
             .await
             .map_err(|e| match e {
                 ReadError::Transport(e) => self.transport(e, timeout),

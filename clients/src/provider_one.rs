@@ -25,8 +25,9 @@ use crate::{BuildError, Call, HttpClient, base_url, endpoint, non_empty};
 const SEARCH: Call = Call {
     provider: "provider_one",
     what: "the voice search",
-    invalid: "the search parameters (query, language, gender or cursor)",
+    invalid: Some("the search parameters (query, language, gender or cursor)"),
     not_found: None,
+    check: "providers.provider_one.base_url",
 };
 
 /// The `Cartesia-Version` sent when none is configured.

@@ -33,20 +33,23 @@ const PROVIDER: &str = "provider_two";
 const SEARCH: Call = Call {
     provider: PROVIDER,
     what: "the voice search",
-    invalid: "the search parameters (query, page_size or cursor)",
+    invalid: Some("the search parameters (query, page_size or cursor)"),
     not_found: None,
+    check: "providers.provider_two.base_url",
 };
 const LIBRARY: Call = Call {
     provider: PROVIDER,
     what: "the shared library listing",
-    invalid: "the shared library filters",
+    invalid: Some("the shared library filters"),
     not_found: None,
+    check: "providers.provider_two.base_url",
 };
 const ADD: Call = Call {
     provider: PROVIDER,
     what: "adding the shared voice",
-    invalid: "adding the shared voice; check public_owner_id, voice_id and name",
+    invalid: Some("adding the shared voice; check public_owner_id, voice_id and name"),
     not_found: Some("provider_two has no shared voice with this public_owner_id and voice_id"),
+    check: "providers.provider_two.base_url",
 };
 
 /// Configuration of [`ProviderTwo`].

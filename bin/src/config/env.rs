@@ -254,7 +254,12 @@ mod tests {
                     | "http.max_body_bytes"
                     | "http.max_upload_bytes"
                     | "events.retention_days"
-                    | "jobs.lease_secs" => "5",
+                    | "jobs.lease_secs"
+                    | "embeddings.batch_size"
+                    | "embeddings.timeout_secs"
+                    | "knowledge.max_bytes"
+                    | "knowledge.max_pages"
+                    | "knowledge.timeout_secs" => "5",
                     "storage.backend" => "s3",
                     "storage.path_style" | "webhooks.allow_private_targets" => "false",
                     "webhooks.retry_schedule" => "1,2",
@@ -277,6 +282,9 @@ mod tests {
             assert!(!c.storage.path_style);
             assert_eq!(c.auth.audience.as_deref(), Some("v"));
             assert_eq!(c.telephony.twilio.base_url, "https://x.test");
+            assert_eq!(c.embeddings.base_url.as_deref(), Some("https://x.test"));
+            assert_eq!(c.embeddings.model, "v");
+            assert_eq!(c.knowledge.max_pages, 5);
             Ok(())
         });
     }

@@ -196,6 +196,38 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        self.validate_knowledge()
+    }
+
+    /// `embeddings.*` and `knowledge.*`.
+    fn validate_knowledge(&self) -> Result<(), ConfigError> {
+        let em = &self.embeddings;
+        check_not_empty("embeddings.base_url", em.base_url.as_deref())?;
+        if let Some(url) = &em.base_url {
+            check_http_url("embeddings.base_url", url)?;
+        }
+        check_not_empty(
+            "embeddings.api_key",
+            em.api_key.as_ref().map(Secret::expose),
+        )?;
+        check_not_empty("embeddings.model", Some(&em.model))?;
+        if !(1..=2048).contains(&em.batch_size) {
+            return Err(ConfigError::new(
+                "embeddings.batch_size",
+                "must be between 1 and 2048",
+            ));
+        }
+        let at_least_one = [
+            ("embeddings.timeout_secs", em.timeout_secs),
+            ("knowledge.max_bytes", self.knowledge.max_bytes),
+            ("knowledge.max_pages", self.knowledge.max_pages),
+            ("knowledge.timeout_secs", self.knowledge.timeout_secs),
+        ];
+        for (key, value) in at_least_one {
+            if value == 0 {
+                return Err(ConfigError::new(key, "must be at least 1"));
+            }
+        }
         Ok(())
     }
 
@@ -225,6 +257,9 @@ impl Config {
                 "auth.jwt_secret is shorter than 32 bytes; HS256 secrets should be at least 32 random bytes"
                     .to_owned(),
             );
+        }
+        if self.embeddings.base_url.is_none() && self.embeddings.api_key.is_some() {
+            out.push("embeddings.api_key has no effect without embeddings.base_url: documents are indexed for lexical search only".to_owned());
         }
         if self.secrets.master_key.is_none() {
             out.push("secrets.master_key is not set: integrations with credentials cannot be stored (generate one with `openssl rand -base64 32`)".to_owned());
@@ -483,6 +518,46 @@ mod tests {
                 "VOICEPLANE_STORAGE__ACCESS_KEY_ID",
                 "AK",
                 "storage.secret_access_key: is required when storage.access_key_id is set",
+            ),
+            (
+                "VOICEPLANE_EMBEDDINGS__BASE_URL",
+                "api.openai.com/v1",
+                r#"embeddings.base_url: "api.openai.com/v1" is not an http:// or https:// URL"#,
+            ),
+            (
+                "VOICEPLANE_EMBEDDINGS__MODEL",
+                "  ",
+                "embeddings.model: is empty; remove it or give it a value",
+            ),
+            (
+                "VOICEPLANE_EMBEDDINGS__BATCH_SIZE",
+                "0",
+                "embeddings.batch_size: must be between 1 and 2048",
+            ),
+            (
+                "VOICEPLANE_EMBEDDINGS__BATCH_SIZE",
+                "2049",
+                "embeddings.batch_size: must be between 1 and 2048",
+            ),
+            (
+                "VOICEPLANE_EMBEDDINGS__TIMEOUT_SECS",
+                "0",
+                "embeddings.timeout_secs: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_KNOWLEDGE__MAX_BYTES",
+                "0",
+                "knowledge.max_bytes: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_KNOWLEDGE__MAX_PAGES",
+                "0",
+                "knowledge.max_pages: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_KNOWLEDGE__TIMEOUT_SECS",
+                "0",
+                "knowledge.timeout_secs: must be at least 1",
             ),
         ];
         for (var, value, expected) in cases {

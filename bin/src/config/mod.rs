@@ -29,9 +29,10 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, EventsSettings, HttpSettings, JobsSettings,
-    ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, SecretsConfig, StorageBackend,
-    StorageConfig, TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
+    AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
+    JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
+    SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
+    WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -79,6 +80,14 @@ pub const KEYS: &[&str] = &[
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
     "jobs.lease_secs",
+    "embeddings.base_url",
+    "embeddings.api_key",
+    "embeddings.model",
+    "embeddings.batch_size",
+    "embeddings.timeout_secs",
+    "knowledge.max_bytes",
+    "knowledge.max_pages",
+    "knowledge.timeout_secs",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.
@@ -88,6 +97,7 @@ const SECRET_KEYS: &[&str] = &[
     "secrets.master_key",
     "providers.provider_one.api_key",
     "providers.provider_two.api_key",
+    "embeddings.api_key",
 ];
 
 /// The figment source name of [`EnvLayer`], by which errors recognise values that came from

@@ -96,16 +96,21 @@ mod tests {
 
     #[test]
     fn secrets_of_the_wrong_type_are_not_echoed() {
-        Jail::expect_with(|jail| {
-            jail.create_file("voiceplane.toml", "[auth]\njwt_secret = 987654321\n")?;
-            let line = load_err(jail);
-            assert!(
-                line.starts_with("config error: auth.jwt_secret: "),
-                "{line}"
-            );
-            assert!(!line.contains("987654321"), "{line}");
-            Ok(())
-        });
+        for (section, key) in [("auth", "jwt_secret"), ("embeddings", "api_key")] {
+            Jail::expect_with(|jail| {
+                jail.create_file(
+                    "voiceplane.toml",
+                    &format!("[{section}]\n{key} = 987654321\n"),
+                )?;
+                let line = load_err(jail);
+                assert!(
+                    line.starts_with(&format!("config error: {section}.{key}: ")),
+                    "{line}"
+                );
+                assert!(!line.contains("987654321"), "{line}");
+                Ok(())
+            });
+        }
     }
 
     #[test]
@@ -120,6 +125,7 @@ mod tests {
                 ),
                 ("VOICEPLANE_PROVIDERS__PROVIDER_ONE__API_KEY", "p1-key-CCCC"),
                 ("VOICEPLANE_PROVIDERS__PROVIDER_TWO__API_KEY", "p2-key-DDDD"),
+                ("VOICEPLANE_EMBEDDINGS__API_KEY", "emb-key-FFFF"),
             ];
             for (var, value) in secrets {
                 jail.set_env(var, value);
@@ -139,6 +145,11 @@ mod tests {
             assert!(debug.contains("***"));
             for w in &loaded.warnings {
                 assert!(!w.contains("jwt-secret-AAAA"));
+            }
+            for w in loaded.config.warnings() {
+                for (_, value) in secrets {
+                    assert!(!w.contains(value), "{value} leaked: {w}");
+                }
             }
             Ok(())
         });

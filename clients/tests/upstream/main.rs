@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod embeddings;
 mod failures;
 mod provider_one;
 mod provider_two;
@@ -25,6 +26,8 @@ use wiremock::MockServer;
 pub const KEY_ONE: &str = "p1-key-SECRET-0001";
 /// provider_two's key in these tests.
 pub const KEY_TWO: &str = "p2-key-SECRET-0002";
+/// The embeddings provider's key in these tests.
+pub const KEY_EMBED: &str = "emb-key-SECRET-0003";
 /// A marker every failing fake upstream puts in its body; no error may repeat it.
 pub const UPSTREAM_BODY: &str = "UPSTREAM-BODY-MARKER do not leak";
 /// The request timeout of [`http`].
@@ -99,7 +102,7 @@ pub async fn only_request(server: &MockServer) -> wiremock::Request {
 /// Asserts that `err`'s sentence contains neither key nor the upstream body.
 pub fn assert_safe(err: &Error) {
     let text = err.to_string();
-    for secret in [KEY_ONE, KEY_TWO, UPSTREAM_BODY, "SECRET"] {
+    for secret in [KEY_ONE, KEY_TWO, KEY_EMBED, UPSTREAM_BODY, "SECRET"] {
         assert!(!text.contains(secret), "{secret:?} leaked into {text:?}");
     }
 }
