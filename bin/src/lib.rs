@@ -159,7 +159,7 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
             ))
         })?;
     let repo = open_database(config).await?;
-    let (voices, telephony) = upstreams(config)?;
+    let (voices, telephony, embedder) = upstreams(config)?;
     let master_key = config.secrets.master_key_bytes()?;
     // Recording URLs must verify on every instance: derive their key from the shared master
     // key; without one, a per-process key works for a single instance until it restarts.
@@ -205,6 +205,9 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));
     }
+    if let Some(embedder) = embedder {
+        service = service.with_embedder(embedder);
+    }
     Ok(Arc::new(service))
 }
 
@@ -217,14 +220,16 @@ fn rand_key(key: &mut [u8; 32]) {
     }
 }
 
-/// The voice providers and the telephony probe, sharing one HTTP connection pool. A provider
-/// without an API key is still built: its operations answer 503 "… is not configured".
+/// The voice providers, the telephony probe and the embeddings provider (when configured),
+/// sharing one HTTP connection pool. A voice provider without an API key is still built: its
+/// operations answer 503 "… is not configured".
 fn upstreams(
     config: &Config,
 ) -> Result<
     (
         voiceplane_core::voice::VoiceProviders,
         Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
+        Option<Arc<dyn voiceplane_core::knowledge::Embedder>>,
     ),
     Error,
 > {
@@ -253,9 +258,8 @@ fn upstreams(
         )
         .map_err(fail)?,
     );
-    // Built now so that a bad embeddings.* setting stops start-up as a provider's does.
-    // TODO(knowledge): hand it to the Service's knowledge-base processing.
-    let _ = embedder(config, &http)?;
+    let embedder = embedder(config, &http)?
+        .map(|e| Arc::new(e) as Arc<dyn voiceplane_core::knowledge::Embedder>);
     let telephony = clients::HttpTelephonyValidator::new(
         http,
         clients::TelephonySettings {
@@ -269,7 +273,7 @@ fn upstreams(
         provider_two: Some(provider_two.clone()),
         library: Some(provider_two),
     };
-    Ok((voices, Arc::new(telephony)))
+    Ok((voices, Arc::new(telephony), embedder))
 }
 
 /// The knowledge base's embeddings provider (`embeddings.*`) over the shared pool `http`;

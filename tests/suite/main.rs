@@ -15,6 +15,7 @@ mod calls;
 mod documents;
 mod events;
 mod integrations;
+mod knowledge;
 mod members;
 mod phone_numbers;
 mod recordings;
