@@ -6,7 +6,8 @@
 //! HTTP API on a real listener on port 0 (`server`); an [`ApiCaller`] that sends it requests
 //! with an organization and a credential and checks the JSON answers ([`read_json`],
 //! `caller`); fake upstreams for the voice providers and the telephony probe (`upstreams`);
-//! and the S3 server chosen by the environment ([`s3_from_env`]).
+//! the S3 server chosen by the environment ([`s3_from_env`]); and real PDFs for the
+//! knowledge-base tests ([`pdf::pdf_with_pages`]).
 //!
 //! [`db_tests!`] turns each `async fn name(ctx: &TestContext)` into two tests, `name::sqlite`
 //! and `name::postgres`. Without `VOICEPLANE_TEST_POSTGRES_URL` the Postgres half prints that it
@@ -34,6 +35,7 @@
 mod builders;
 mod caller;
 mod context;
+pub mod pdf;
 mod poll;
 mod s3_env;
 mod server;
