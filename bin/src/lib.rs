@@ -205,6 +205,17 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));
     }
+    let knowledge = &config.knowledge;
+    service = service.with_document_processor(
+        Arc::new(voiceplane_extract::Processor::new(
+            voiceplane_extract::Limits {
+                max_bytes: u64::try_from(knowledge.max_bytes).unwrap_or(u64::MAX),
+                max_pages: u32::try_from(knowledge.max_pages).unwrap_or(u32::MAX),
+                timeout: knowledge.timeout(),
+            },
+        )),
+        knowledge.timeout(),
+    );
     if let Some(embedder) = embedder {
         service = service.with_embedder(embedder);
     }
@@ -220,19 +231,17 @@ fn rand_key(key: &mut [u8; 32]) {
     }
 }
 
+/// What [`upstreams`] builds.
+type Upstreams = (
+    voiceplane_core::voice::VoiceProviders,
+    Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
+    Option<Arc<dyn voiceplane_core::knowledge::Embedder>>,
+);
+
 /// The voice providers, the telephony probe and the embeddings provider (when configured),
 /// sharing one HTTP connection pool. A voice provider without an API key is still built: its
 /// operations answer 503 "… is not configured".
-fn upstreams(
-    config: &Config,
-) -> Result<
-    (
-        voiceplane_core::voice::VoiceProviders,
-        Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
-        Option<Arc<dyn voiceplane_core::knowledge::Embedder>>,
-    ),
-    Error,
-> {
+fn upstreams(config: &Config) -> Result<Upstreams, Error> {
     use voiceplane_clients as clients;
     let fail = |e: clients::BuildError| Error::Runtime(e.to_string());
     let http = clients::HttpClient::new(clients::HttpSettings::default()).map_err(fail)?;

@@ -123,7 +123,9 @@ struct EmbeddingsResponse {
 #[derive(Deserialize)]
 struct Embedding {
     index: usize,
-    embedding: Vec<f32>,
+    /// Read as `f64` and narrowed after the range check: how serde_json reads an `f32` that
+    /// overflows depends on its features, which the embedding application decides.
+    embedding: Vec<f64>,
 }
 
 /// `…/v1/embeddings` under `base`, whether or not `base` already ends in `/v1`.
@@ -169,10 +171,16 @@ fn in_order(
             Some(_) => {}
             None => *dimensions = Some(len),
         }
-        if !item.embedding.iter().all(|x| x.is_finite()) {
+        if !item
+            .embedding
+            .iter()
+            .all(|x| x.is_finite() && x.abs() <= f64::from(f32::MAX))
+        {
             return Err("a number that is not finite".to_owned());
         }
-        *slot = Some(item.embedding);
+        #[allow(clippy::cast_possible_truncation)] // in range, checked above
+        let vector = item.embedding.iter().map(|x| *x as f32).collect();
+        *slot = Some(vector);
     }
     // As many distinct indexes below `expected` as there are slots: every slot is filled.
     Ok(slots.into_iter().flatten().collect())
@@ -273,7 +281,7 @@ mod tests {
     fn item(index: usize, embedding: &[f32]) -> Embedding {
         Embedding {
             index,
-            embedding: embedding.to_vec(),
+            embedding: embedding.iter().map(|x| f64::from(*x)).collect(),
         }
     }
 

@@ -45,7 +45,8 @@ impl Respond for BagOfWords {
             .rev()
             .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": bag(t.as_str().unwrap())}))
             .collect();
-        ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": data, "model": MODEL}))
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"object": "list", "data": data, "model": MODEL}))
     }
 }
 
@@ -71,7 +72,8 @@ fn long_text() -> String {
     ["walrus", "pelican", "lynx", "gecko", "marmot"]
         .iter()
         .map(|animal| {
-            let filler = "The keepers feed every animal twice a day and log what it eats. ".repeat(9);
+            let filler =
+                "The keepers feed every animal twice a day and log what it eats. ".repeat(9);
             format!("This paragraph is about the {animal}. {filler}")
         })
         .collect::<Vec<_>>()
@@ -100,14 +102,20 @@ async fn chunks_are_embedded_in_batches_and_search_blends_vectors(ctx: &TestCont
         let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(body["model"], MODEL);
         let batch = body["input"].as_array().unwrap();
-        assert!((1..=2).contains(&batch.len()), "batches of at most 2: {body}");
+        assert!(
+            (1..=2).contains(&batch.len()),
+            "batches of at most 2: {body}"
+        );
         inputs.extend(batch.iter().map(|t| t.as_str().unwrap().to_owned()));
     }
     assert!(inputs.len() >= 3, "several chunks: {inputs:?}");
     assert_eq!(doc["vector_count"], inputs.len(), "{doc}");
     assert!(requests.len() >= 2);
     for animal in ["walrus", "pelican", "lynx", "gecko", "marmot"] {
-        assert!(inputs.iter().any(|t| t.contains(animal)), "{animal} was embedded");
+        assert!(
+            inputs.iter().any(|t| t.contains(animal)),
+            "{animal} was embedded"
+        );
     }
 
     let (status, v) = Kb::search(&kb.c, json!({"query": "gecko", "limit": 2})).await;
@@ -134,7 +142,11 @@ async fn an_embeddings_outage_completes_lexically_and_reprocess_adds_vectors(ctx
     let started = Instant::now();
     let id = Kb::text(&kb.c, "Zoo", "The otter enclosure opens at ten.").await;
     let doc = kb.settled(&id).await;
-    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(doc["processing_status"], "completed", "{doc}");
     assert_eq!(doc["vector_count"], 0);
     assert!(
@@ -152,9 +164,12 @@ async fn an_embeddings_outage_completes_lexically_and_reprocess_adds_vectors(ctx
         .respond_with(BagOfWords)
         .mount(&upstream)
         .await;
-    let (status, _) = kb
-        .c
-        .send(Method::POST, &format!("/api/knowledge-base/{id}/reprocess"), None)
+    let (status, _) =
+        kb.c.send(
+            Method::POST,
+            &format!("/api/knowledge-base/{id}/reprocess"),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED);
     let doc = kb.settled(&id).await;

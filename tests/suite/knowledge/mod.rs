@@ -31,7 +31,10 @@ pub(super) fn spawn_runner(
     service: &Service,
     worker: &str,
     lease: Duration,
-) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let runner = service.job_runner(RunnerConfig {
         worker: worker.to_owned(),
         lease,
@@ -66,8 +69,10 @@ pub(super) fn configured(
 pub(super) struct Kb {
     pub(super) server: TestServer,
     pub(super) c: ApiCaller,
-    pub(super) service: Service,
-    runner: Option<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    runner: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
 }
 
 impl Kb {
@@ -81,12 +86,7 @@ impl Kb {
         let server = TestServer::start_configured(ctx, move |_| served).await;
         let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
         let runner = run_jobs.then(|| spawn_runner(&service, "kb-runner", Duration::from_secs(30)));
-        Self {
-            server,
-            c,
-            service,
-            runner,
-        }
+        Self { server, c, runner }
     }
 
     /// Uploads `bytes` as the file `filename` declared as `content_type`.
@@ -133,10 +133,7 @@ impl Kb {
         let doc = c
             .create("/api/knowledge-base", json!({"name": name, "text": text}))
             .await;
-        doc["documentation_id"]
-            .as_str()
-            .expect("an id")
-            .to_owned()
+        doc["documentation_id"].as_str().expect("an id").to_owned()
     }
 
     /// The document once processing has ended, `completed` or `failed`.

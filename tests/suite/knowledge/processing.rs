@@ -27,8 +27,15 @@ fn texts_of(hits: &Value, id: &str) -> Vec<String> {
 
 async fn every_supported_type_is_processed(ctx: &TestContext) {
     let kb = Kb::start(ctx, None).await;
-    let text = Kb::text(&kb.c, "Hours", "Our shop opens at nine. Espresso costs three euros.").await;
-    let plain = kb.file("plain.txt", "text/plain", b"Plain words about zucchini.").await;
+    let text = Kb::text(
+        &kb.c,
+        "Hours",
+        "Our shop opens at nine. Espresso costs three euros.",
+    )
+    .await;
+    let plain = kb
+        .file("plain.txt", "text/plain", b"Plain words about zucchini.")
+        .await;
     let markdown = kb
         .file(
             "guide.md",
@@ -58,7 +65,12 @@ async fn every_supported_type_is_processed(ctx: &TestContext) {
         .await;
     // Sent as octet-stream, as many clients do: the extension decides.
     let (status, v) = kb
-        .upload(&kb.c, "notes.markdown", "application/octet-stream", b"Notes on *walnuts*.")
+        .upload(
+            &kb.c,
+            "notes.markdown",
+            "application/octet-stream",
+            b"Notes on *walnuts*.",
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{v}");
     assert_eq!(v["data"]["content_type"], "text/markdown");
@@ -98,22 +110,30 @@ async fn every_supported_type_is_processed(ctx: &TestContext) {
         assert!(texts[0].to_lowercase().contains(word), "{texts:?}");
     }
     let md = texts_of(
-        &Kb::search(&kb.c, serde_json::json!({"query": "kumquats"})).await.1["data"],
+        &Kb::search(&kb.c, serde_json::json!({"query": "kumquats"}))
+            .await
+            .1["data"],
         &markdown,
     )
     .join(" ");
     for markup in ["**", "# ", "https://", "hidden-path", "]("] {
-        assert!(!md.contains(markup), "markdown markup {markup:?} kept: {md}");
+        assert!(
+            !md.contains(markup),
+            "markdown markup {markup:?} kept: {md}"
+        );
     }
     for hidden in ["tamarind", "crimson"] {
         let (_, v) = Kb::search(&kb.c, serde_json::json!({"query": hidden})).await;
-        assert_eq!(v["data"], serde_json::json!([]), "{hidden} is not visible text");
+        assert_eq!(
+            v["data"],
+            serde_json::json!([]),
+            "{hidden} is not visible text"
+        );
     }
 
-    let (_, events) = kb
-        .c
-        .get("/api/events?type=document.processed&limit=100")
-        .await;
+    let (_, events) =
+        kb.c.get("/api/events?type=document.processed&limit=100")
+            .await;
     let events = events["data"].as_array().unwrap().clone();
     assert_eq!(events.len(), 6, "{events:?}");
     assert!(
@@ -126,14 +146,23 @@ async fn every_supported_type_is_processed(ctx: &TestContext) {
 
 async fn unreadable_files_are_refused_or_fail(ctx: &TestContext) {
     let kb = Kb::start(ctx, None).await;
-    let (status, v) = kb.upload(&kb.c, "photo.png", "image/png", b"\x89PNG\r\n").await;
+    let (status, v) = kb
+        .upload(&kb.c, "photo.png", "image/png", b"\x89PNG\r\n")
+        .await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
-    assert!(v["detail"].as_str().unwrap().contains("application/pdf"), "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("application/pdf"),
+        "{v}"
+    );
     let (_, list) = kb.c.get("/api/knowledge-base").await;
     assert_eq!(list["data"], serde_json::json!([]), "nothing is stored");
 
     let corrupt = kb
-        .file("broken.pdf", "application/pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage")
+        .file(
+            "broken.pdf",
+            "application/pdf",
+            b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage",
+        )
         .await;
     let doc = kb.settled(&corrupt).await;
     assert_eq!(doc["processing_status"], "failed", "{doc}");
@@ -143,13 +172,22 @@ async fn unreadable_files_are_refused_or_fail(ctx: &TestContext) {
 
     let pages: Vec<String> = (1..=21).map(|i| format!("Page {i}.")).collect();
     let pages: Vec<&str> = pages.iter().map(String::as_str).collect();
-    let long = kb.file("long.pdf", "application/pdf", &pdf_with_pages(&pages)).await;
+    let long = kb
+        .file("long.pdf", "application/pdf", &pdf_with_pages(&pages))
+        .await;
     let doc = kb.settled(&long).await;
     assert_eq!(doc["processing_status"], "failed", "{doc}");
-    assert!(doc["processing_error"].as_str().unwrap().contains("20"), "{doc}");
+    assert!(
+        doc["processing_error"].as_str().unwrap().contains("20"),
+        "{doc}"
+    );
 
     let blank = kb
-        .file("blank.html", "text/html", b"<html><script>var x = 1;</script></html>")
+        .file(
+            "blank.html",
+            "text/html",
+            b"<html><script>var x = 1;</script></html>",
+        )
         .await;
     let doc = kb.settled(&blank).await;
     assert_eq!(doc["processing_status"], "failed", "{doc}");
@@ -176,9 +214,12 @@ async fn reprocess_runs_processing_again(ctx: &TestContext) {
     let first = kb.settled(&id).await;
     assert_eq!(first["processing_status"], "completed");
 
-    let (status, v) = kb
-        .c
-        .send(Method::POST, &format!("/api/knowledge-base/{id}/reprocess"), None)
+    let (status, v) =
+        kb.c.send(
+            Method::POST,
+            &format!("/api/knowledge-base/{id}/reprocess"),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{v}");
     assert_eq!(v["data"]["processing_status"], "pending");
@@ -195,15 +236,17 @@ async fn reprocess_runs_processing_again(ctx: &TestContext) {
     let other = ApiCaller::bootstrap(ctx, &kb.server, "Other").await;
     for (c, path) in [
         (&other, format!("/api/knowledge-base/{id}/reprocess")),
-        (&kb.c, "/api/knowledge-base/doc_0123456789abcdef/reprocess".to_owned()),
+        (
+            &kb.c,
+            "/api/knowledge-base/doc_0123456789abcdef/reprocess".to_owned(),
+        ),
     ] {
         let (status, _) = c.send(Method::POST, &path, None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
     }
-    let (status, _) = kb
-        .c
-        .send(Method::POST, "/api/knowledge-base/nope/reprocess", None)
-        .await;
+    let (status, _) =
+        kb.c.send(Method::POST, "/api/knowledge-base/nope/reprocess", None)
+            .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     kb.stop().await;
 }
@@ -229,9 +272,12 @@ async fn deleting_a_document_cancels_its_processing_and_removes_its_chunks(ctx: 
     let jobs = "SELECT COUNT(*) FROM jobs WHERE kind = 'document.process'";
     let waiting = Kb::text(&kb.c, "Draft", "Never processed.").await;
     assert_eq!(count(ctx, jobs).await, 1);
-    let (status, _) = kb
-        .c
-        .send(Method::DELETE, &format!("/api/knowledge-base/{waiting}"), None)
+    let (status, _) =
+        kb.c.send(
+            Method::DELETE,
+            &format!("/api/knowledge-base/{waiting}"),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(ctx, jobs).await, 0, "the job went with its document");

@@ -36,37 +36,57 @@ async fn search_ranks_filters_and_stays_in_its_organization(ctx: &TestContext) {
     for id in [&refunds, &shipping, &hours] {
         assert_eq!(settled(&kb.c, id).await["processing_status"], "completed");
     }
-    assert_eq!(settled(&other, &theirs).await["processing_status"], "completed");
+    assert_eq!(
+        settled(&other, &theirs).await["processing_status"],
+        "completed"
+    );
 
     // Both policies match "policy"; only one matches "refund" too.
     let (status, v) = Kb::search(&kb.c, json!({"query": "refund policy"})).await;
     assert_eq!(status, StatusCode::OK, "{v}");
-    assert_eq!(ids(&v), [refunds.clone(), shipping.clone()]);
+    assert_eq!(ids(&v), [refunds.as_str(), shipping.as_str()]);
     let hits = v["data"].as_array().unwrap();
     assert_eq!(
         keys(&hits[0]),
         fields(&["documentation_id", "chunk_index", "text", "score"])
     );
     assert_eq!(hits[0]["chunk_index"], 0);
-    assert!(hits[0]["text"].as_str().unwrap().starts_with("Refund policy"));
+    assert!(
+        hits[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Refund policy")
+    );
     let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
-    assert!(scores[0] > scores[1] && scores[1] > 0.0 && scores[0] < 1.0, "{scores:?}");
+    assert!(
+        scores[0] > scores[1] && scores[1] > 0.0 && scores[0] < 1.0,
+        "{scores:?}"
+    );
 
     let (_, v) = Kb::search(&kb.c, json!({"query": "refund policy", "limit": 1})).await;
-    assert_eq!(ids(&v), [refunds.clone()]);
+    assert_eq!(ids(&v), [refunds.as_str()]);
     let (_, v) = Kb::search(
         &kb.c,
         json!({"query": "refund policy", "document_ids": [shipping, hours]}),
     )
     .await;
-    assert_eq!(ids(&v), [shipping.clone()]);
+    assert_eq!(ids(&v), [shipping.as_str()]);
     let (_, v) = Kb::search(&kb.c, json!({"query": "refund", "document_ids": [theirs]})).await;
-    assert_eq!(ids(&v), Vec::<String>::new(), "another organization's document");
+    assert_eq!(
+        ids(&v),
+        Vec::<String>::new(),
+        "another organization's document"
+    );
     let (_, v) = Kb::search(&other, json!({"query": "refund policy"})).await;
-    assert_eq!(ids(&v), [theirs.clone()]);
+    assert_eq!(ids(&v), [theirs.as_str()]);
 
     // Whatever the caller types is words, never query syntax.
-    for query in ["refund\" OR 1=1 --", "refund*", "NEAR(refund policy)", "refund & !policy"] {
+    for query in [
+        "refund\" OR 1=1 --",
+        "refund*",
+        "NEAR(refund policy)",
+        "refund & !policy",
+    ] {
         let (status, v) = Kb::search(&kb.c, json!({"query": query})).await;
         assert_eq!(status, StatusCode::OK, "{query}: {v}");
         assert_eq!(ids(&v).first(), Some(&refunds), "{query}: {v}");
@@ -79,7 +99,10 @@ async fn search_ranks_filters_and_stays_in_its_organization(ctx: &TestContext) {
         (json!({"query": "x".repeat(1001)}), "query"),
         (json!({"query": "refund", "limit": 0}), "limit"),
         (json!({"query": "refund", "limit": 51}), "limit"),
-        (json!({"query": "refund", "document_ids": ["nope"]}), "document_ids"),
+        (
+            json!({"query": "refund", "document_ids": ["nope"]}),
+            "document_ids",
+        ),
         (json!({"query": "refund", "top_k": 3}), "top_k"),
         (json!({"limit": 3}), "query"),
     ] {
