@@ -76,6 +76,12 @@ pub trait DocumentProcessor: Send + Sync {
         bytes: Bytes,
     ) -> std::result::Result<Extracted, String>;
 
+    /// The largest file [`extract`](Self::extract) reads: the caller stops reading a larger
+    /// one after this many bytes and one more, which `extract` refuses with its sentence.
+    fn max_bytes(&self) -> u64 {
+        u64::MAX
+    }
+
     /// `text` split into chunks of about 800 characters that keep sentences and paragraphs
     /// together, each overlapping the one before; empty when there is no text.
     fn chunk(&self, text: &str) -> Vec<String>;

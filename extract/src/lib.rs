@@ -120,6 +120,10 @@ impl std::fmt::Debug for Processor {
 
 #[async_trait]
 impl DocumentProcessor for Processor {
+    fn max_bytes(&self) -> u64 {
+        self.limits.max_bytes
+    }
+
     async fn extract(&self, media_type: &'static str, bytes: Bytes) -> Result<Extracted, String> {
         let kind = Kind::of(media_type)
             .ok_or_else(|| format!("documents of type {media_type} cannot be processed"))?;

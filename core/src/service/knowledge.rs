@@ -359,7 +359,10 @@ impl Service {
                                 doc.content_type
                             ))
                         })?;
-                (media_type, self.read_file(doc).await?)
+                (
+                    media_type,
+                    self.read_file(doc, processor.max_bytes()).await?,
+                )
             }
         };
         let extracted = processor
@@ -389,8 +392,13 @@ impl Service {
         Ok((extracted.pages, chunks))
     }
 
-    /// The whole of a document's file.
-    async fn read_file(&self, doc: &Document) -> std::result::Result<Bytes, Failure> {
+    /// A document's file, or its first `max_bytes` + 1 bytes when it is longer: enough for
+    /// the processor to refuse it without holding all of it.
+    async fn read_file(
+        &self,
+        doc: &Document,
+        max_bytes: u64,
+    ) -> std::result::Result<Bytes, Failure> {
         let key = doc
             .storage_key
             .as_deref()
@@ -405,9 +413,15 @@ impl Service {
             Err(e) => return Err(e.into()),
         };
         let mut body = read.body;
-        let mut buf = BytesMut::with_capacity(usize::try_from(read.size).unwrap_or(0));
+        let cap = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+        let mut buf = BytesMut::with_capacity(usize::try_from(read.size).unwrap_or(0).min(cap));
         while let Some(chunk) = poll_fn(|cx| body.as_mut().poll_next(cx)).await {
-            buf.extend_from_slice(&chunk?);
+            let chunk = chunk?;
+            let room = cap - buf.len();
+            buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if buf.len() == cap {
+                break;
+            }
         }
         Ok(buf.freeze())
     }

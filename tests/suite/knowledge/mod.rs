@@ -18,10 +18,11 @@ use voiceplane_extract::{Limits, Processor};
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::*;
 
-/// The processor the binary uses, with a small page cap for the tests that reach it.
+/// The processor the binary uses, with small caps for the tests that reach them.
 pub(super) fn processor() -> Arc<dyn DocumentProcessor> {
     Arc::new(Processor::new(Limits {
         max_pages: 20,
+        max_bytes: 256 * 1024,
         ..Limits::default()
     }))
 }

@@ -182,6 +182,23 @@ async fn unreadable_files_are_refused_or_fail(ctx: &TestContext) {
         "{doc}"
     );
 
+    let big = kb
+        .file(
+            "big.txt",
+            "text/plain",
+            "All work and no play. ".repeat(20_000).as_bytes(),
+        )
+        .await;
+    let doc = kb.settled(&big).await;
+    assert_eq!(doc["processing_status"], "failed", "{doc}");
+    assert!(
+        doc["processing_error"]
+            .as_str()
+            .unwrap()
+            .contains("256 KiB"),
+        "{doc}"
+    );
+
     let blank = kb
         .file(
             "blank.html",
@@ -197,7 +214,7 @@ async fn unreadable_files_are_refused_or_fail(ctx: &TestContext) {
     let (status, _) = kb.c.get("/api/knowledge-base").await;
     assert_eq!(status, StatusCode::OK);
     let (_, events) = kb.c.get("/api/events?type=document.processed").await;
-    assert_eq!(events["data"].as_array().unwrap().len(), 3);
+    assert_eq!(events["data"].as_array().unwrap().len(), 4);
     assert!(
         events["data"]
             .as_array()
