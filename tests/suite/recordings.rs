@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use voiceplane_core::blob::BlobStore;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, http_client, s3_from_env};
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document, s3_from_env,
+};
 
 const LIMIT: u64 = 1024 * 1024;
 const TO: &str = "+14155550123";
@@ -335,20 +337,16 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
     );
 
     // Knowledge-base files: multipart in, stored, deleted with the document.
-    let boundary = "vpboundary7MA4YWxkTrZu0gW";
     let file = audio(5000, 3);
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nPrice list\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"prices 2026.pdf\"\r\nContent-Type: application/pdf\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(&file);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (multipart, body) = multipart_document(
+        Some("Price list"),
+        "prices 2026.pdf",
+        "application/pdf",
+        &file,
+    );
     let resp = c
         .request(Method::POST, "/api/knowledge-base")
-        .header(
-            "Content-Type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("Content-Type", multipart)
         .body(body)
         .send()
         .await

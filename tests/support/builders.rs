@@ -136,3 +136,28 @@ pub fn new_tool(name: &str) -> NewTool {
 pub fn new_call(agent_id: &str) -> NewCall {
     body(call_body(agent_id))
 }
+
+/// A knowledge-base upload as `multipart/form-data`: an optional `name` part, then the `file`
+/// part. Returns the `Content-Type` to send and the body.
+pub fn multipart_document(
+    name: Option<&str>,
+    filename: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> (String, Vec<u8>) {
+    let boundary = "voiceplane-test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = String::new();
+    if let Some(name) = name {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n"
+        ));
+    }
+    body.push_str(&format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+         Content-Type: {content_type}\r\n\r\n"
+    ));
+    let mut body = body.into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}

@@ -86,13 +86,7 @@ impl DocumentRepository for SeaRepository {
     }
 
     async fn document_get(&self, organization_id: &str, id: &str) -> Result<Option<Document>> {
-        one(
-            &self.db,
-            document::Entity::find_by_id(id.to_owned())
-                .filter(document::Column::OrganizationId.eq(organization_id)),
-            document_from,
-        )
-        .await
+        find(&self.db, organization_id, id).await
     }
 
     async fn document_list(
@@ -139,14 +133,7 @@ impl DocumentRepository for SeaRepository {
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
-        let Some(doc) = one(
-            &txn,
-            document::Entity::find_by_id(id.to_owned())
-                .filter(document::Column::OrganizationId.eq(organization_id)),
-            document_from,
-        )
-        .await?
-        else {
+        let Some(doc) = find(&txn, organization_id, id).await? else {
             return Ok(None);
         };
         let owner = processing_job(&txn, id).await?;
@@ -177,14 +164,7 @@ impl DocumentRepository for SeaRepository {
         now: Timestamp,
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let Some(mut doc) = one(
-            &txn,
-            document::Entity::find_by_id(id.to_owned())
-                .filter(document::Column::OrganizationId.eq(organization_id)),
-            document_from,
-        )
-        .await?
-        else {
+        let Some(mut doc) = find(&txn, organization_id, id).await? else {
             return Ok(None);
         };
         if let Some(previous) = processing_job(&txn, id).await? {
@@ -320,6 +300,21 @@ impl DocumentRepository for SeaRepository {
     ) -> Result<Vec<ChunkVector>> {
         chunks::vectors(&self.db, organization_id, document_ids, limit).await
     }
+}
+
+/// The document, if it is the organization's.
+async fn find<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    id: &str,
+) -> Result<Option<Document>> {
+    one(
+        db,
+        document::Entity::find_by_id(id.to_owned())
+            .filter(document::Column::OrganizationId.eq(organization_id)),
+        document_from,
+    )
+    .await
 }
 
 /// The job that owns the document's processing, if any.

@@ -98,20 +98,10 @@ impl Kb {
         content_type: &str,
         bytes: &[u8],
     ) -> (StatusCode, Value) {
-        let boundary = "voiceplane-kb-test-boundary";
-        let mut body = format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
-             filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
-        )
-        .into_bytes();
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let (multipart, body) = multipart_document(None, filename, content_type, bytes);
         let resp = c
             .request(Method::POST, "/api/knowledge-base")
-            .header(
-                "Content-Type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
+            .header("Content-Type", multipart)
             .body(body)
             .send()
             .await
