@@ -11,6 +11,9 @@ pub mod organization {
         pub organization_id: String,
         pub name: String,
         pub created_at: i64,
+        pub recording_retention_days: Option<i32>,
+        pub transcript_retention_days: Option<i32>,
+        pub call_retention_days: Option<i32>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -128,6 +131,7 @@ pub mod call {
         pub recording_key: Option<String>,
         pub recording_content_type: Option<String>,
         pub recording_size: Option<i64>,
+        pub message_seq: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -8,6 +8,7 @@ use sea_orm_migration::schema::{
 };
 
 mod m0007_knowledge;
+mod m0008_calls_as_data;
 
 /// The migrations of voiceplane, in order.
 pub struct Migrator;
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(M0005Jobs),
             Box::new(M0006Webhooks),
             Box::new(m0007_knowledge::M0007Knowledge),
+            Box::new(m0008_calls_as_data::M0008CallsAsData),
         ]
     }
 }

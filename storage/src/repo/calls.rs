@@ -68,6 +68,8 @@ fn call_row(c: &Call) -> call::ActiveModel {
         recording_key: Set(c.recording.as_ref().map(|r| r.key.clone())),
         recording_content_type: Set(c.recording.as_ref().map(|r| r.content_type.clone())),
         recording_size: Set(c.recording.as_ref().map(|r| r.size)),
+        // Only transcript appends move it.
+        message_seq: sea_orm::ActiveValue::NotSet,
     }
 }
 

@@ -163,6 +163,10 @@ impl OrganizationRepository for SeaRepository {
             organization_id: Set(r.organization.organization_id.clone()),
             name: Set(r.organization.name.clone()),
             created_at: Set(r.organization.created_at.as_micros()),
+            // Keep everything until an admin sets a policy.
+            recording_retention_days: Set(None),
+            transcript_retention_days: Set(None),
+            call_retention_days: Set(None),
         })
         .exec_without_returning(&txn)
         .await
