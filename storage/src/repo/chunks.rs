@@ -77,11 +77,13 @@ fn search_sql(backend: DatabaseBackend, document_ids: usize) -> String {
              WHERE c.tsv @@ q AND c.organization_id = $2{only} \
              ORDER BY rank DESC, c.documentation_id, c.chunk_index LIMIT $3"
         ),
-        // bm25() is lower for better matches.
+        // bm25() is lower for better matches. CROSS JOIN keeps the full-text match as the
+        // outer loop: one index query, then a key lookup per match. With a plain JOIN the
+        // planner may walk the organization's chunks and run the match once per chunk.
         _ => format!(
             "SELECT c.documentation_id, c.chunk_index, c.text, \
              -bm25(kb_chunks_fts) AS rank \
-             FROM kb_chunks_fts JOIN kb_chunks c ON c.chunk_id = kb_chunks_fts.rowid \
+             FROM kb_chunks_fts CROSS JOIN kb_chunks c ON c.chunk_id = kb_chunks_fts.rowid \
              WHERE kb_chunks_fts MATCH $1 AND c.organization_id = $2{only} \
              ORDER BY rank DESC, c.documentation_id, c.chunk_index LIMIT $3"
         )

@@ -164,6 +164,9 @@ impl DocumentRepository for SeaRepository {
         now: Timestamp,
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        if !take_document(&txn, id, None).await? {
+            return Ok(None);
+        }
         let Some(mut doc) = find(&txn, organization_id, id).await? else {
             return Ok(None);
         };
@@ -206,8 +209,10 @@ impl DocumentRepository for SeaRepository {
         now: Timestamp,
     ) -> Result<Option<DocumentSource>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        if !take_document(&txn, id, Some(job_id)).await? {
+            return Ok(None);
+        }
         let Some(row) = document::Entity::find_by_id(id.to_owned())
-            .filter(document::Column::ProcessingJob.eq(job_id))
             .one(&txn)
             .await
             .map_err(db_err)?
@@ -300,6 +305,25 @@ impl DocumentRepository for SeaRepository {
     ) -> Result<Vec<ChunkVector>> {
         chunks::vectors(&self.db, organization_id, document_ids, limit).await
     }
+}
+
+/// Takes the write lock of the document's row before reading it (a no-op write: the row lock
+/// on Postgres, the database write lock on SQLite). A SQLite transaction that reads first and
+/// writes later fails with "database is locked" when another connection wrote in between;
+/// one that writes first waits its turn instead. `false`: no such document, or (with
+/// `job_id`) another job owns its processing.
+async fn take_document<C: ConnectionTrait>(db: &C, id: &str, job_id: Option<&str>) -> Result<bool> {
+    let mut update = document::Entity::update_many()
+        .col_expr(
+            document::Column::ProcessingJob,
+            Expr::col(document::Column::ProcessingJob),
+        )
+        .filter(document::Column::DocumentationId.eq(id));
+    if let Some(job_id) = job_id {
+        update = update.filter(document::Column::ProcessingJob.eq(job_id));
+    }
+    let done = update.exec(db).await.map_err(db_err)?;
+    Ok(done.rows_affected > 0)
 }
 
 /// The document, if it is the organization's.
