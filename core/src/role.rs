@@ -201,6 +201,14 @@ mod tests {
         assert!(Role::AgentManager.allows(Permission::EventsRead));
         assert!(!Role::User.allows(Permission::WebhooksManage));
         assert!(Role::AgentManager.allows(Permission::WebhooksManage));
+        assert!(!Role::User.allows(Permission::CallsDelete));
+        assert!(Role::AgentManager.allows(Permission::CallsDelete));
+        for p in [Permission::CallsImport, Permission::SettingsManage] {
+            assert!(
+                !Role::AgentManager.allows(p) && Role::Admin.allows(p),
+                "{p}"
+            );
+        }
         assert_eq!("agent_manager".parse::<Role>().unwrap(), Role::AgentManager);
         assert!("owner".parse::<Role>().is_err());
     }

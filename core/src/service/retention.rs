@@ -142,12 +142,12 @@ impl Service {
             ),
         ] {
             if let Some(days) = change {
-                if let Some(d) = days {
-                    if !(1..=MAX_RETENTION_DAYS).contains(&d) {
-                        return Err(Error::invalid(format!(
-                            "{field} must be between 1 and {MAX_RETENTION_DAYS} days, or null to keep forever"
-                        )));
-                    }
+                if let Some(d) = days
+                    && !(1..=MAX_RETENTION_DAYS).contains(&d)
+                {
+                    return Err(Error::invalid(format!(
+                        "{field} must be between 1 and {MAX_RETENTION_DAYS} days, or null to keep forever"
+                    )));
                 }
                 *slot = days;
             }
