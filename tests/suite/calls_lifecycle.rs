@@ -427,6 +427,48 @@ async fn retention_removes_what_is_older_than_each_policy(ctx: &TestContext) {
     setup.stop().await;
 }
 
+/// More old calls than one transaction takes: the sweep goes on until none is left.
+async fn the_sweep_removes_a_backlog_in_batches(ctx: &TestContext) {
+    use voiceplane_core::model::OrganizationSettingsUpdate;
+    let admin = ctx.admin("Acme").await;
+    let agent = ctx
+        .service
+        .agent_create(&admin, voiceplane_suite::new_agent("A"))
+        .await
+        .unwrap();
+    let old = ctx.clock.peek().add_seconds(-3 * DAY);
+    for _ in 0..501 {
+        let mut input = voiceplane_suite::new_call(&agent.agent_id);
+        input.created_at = Some(old);
+        ctx.service.call_create(&admin, input).await.unwrap();
+    }
+    let recent = ctx
+        .service
+        .call_create(&admin, voiceplane_suite::new_call(&agent.agent_id))
+        .await
+        .unwrap();
+    ctx.service
+        .organization_settings_update(
+            &admin,
+            OrganizationSettingsUpdate {
+                call_retention_days: Some(Some(2)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ctx.service.retention_sweep().await.unwrap(), 501);
+    let left = ctx
+        .service
+        .call_list(&admin, &PageParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].call_sid, recent.call_sid);
+    assert_eq!(ctx.service.retention_sweep().await.unwrap(), 0);
+}
+
 /// GET/PATCH of the retention policy: admins only, whole days from 1 to 36500 or null.
 async fn retention_settings_are_validated(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
@@ -685,6 +727,7 @@ db_tests!(
     file_deletes_are_retried_and_spare_a_new_upload,
     deleting_calls_and_recordings,
     retention_removes_what_is_older_than_each_policy,
+    the_sweep_removes_a_backlog_in_batches,
     retention_settings_are_validated,
     created_at_is_for_admins_and_not_in_the_future,
 );
