@@ -201,6 +201,9 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
             u64::try_from(config.events.retention_days)
                 .unwrap_or(u64::MAX)
                 .saturating_mul(86_400),
+        ))
+        .with_retention_sweep_interval(std::time::Duration::from_secs(
+            u64::try_from(config.retention.sweep_interval_secs).unwrap_or(u64::MAX),
         ));
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));

@@ -71,6 +71,12 @@ pub enum Permission {
     CallsRead,
     /// `calls:write`
     CallsWrite,
+    /// `calls:delete` (a call with its transcript and recording, or only its recording)
+    CallsDelete,
+    /// `calls:import` (record a call with a `created_at` in the past)
+    CallsImport,
+    /// `settings:manage` (the organization's retention policy)
+    SettingsManage,
     /// `tools:read`
     ToolsRead,
     /// `tools:write`
@@ -113,7 +119,8 @@ pub enum Permission {
 
 impl Permission {
     /// The least role that holds this permission. Reads: every role. Writes: agent managers
-    /// and admins. Membership changes: admins.
+    /// and admins. Membership changes, the retention policy and
+    /// back-dated calls: admins.
     pub const fn minimum_role(self) -> Role {
         use Permission::*;
         match self {
@@ -121,8 +128,8 @@ impl Permission {
             | PhoneNumbersRead | VoicesRead | MembersRead | InvitationsRead => Role::User,
             ApiKeysCreate | ApiKeysRevoke | CallsWrite | ToolsWrite | KbWrite | AgentsWrite
             | IntegrationsWrite | IntegrationsDelete | PhoneNumbersWrite | VoicesWrite
-            | EventsRead | WebhooksManage => Role::AgentManager,
-            MembersManage | InvitationsManage => Role::Admin,
+            | EventsRead | WebhooksManage | CallsDelete => Role::AgentManager,
+            MembersManage | InvitationsManage | CallsImport | SettingsManage => Role::Admin,
         }
     }
 
@@ -135,6 +142,9 @@ impl Permission {
             ApiKeysRevoke => "api_keys:revoke",
             CallsRead => "calls:read",
             CallsWrite => "calls:write",
+            CallsDelete => "calls:delete",
+            CallsImport => "calls:import",
+            SettingsManage => "settings:manage",
             ToolsRead => "tools:read",
             ToolsWrite => "tools:write",
             KbRead => "kb:read",
@@ -191,6 +201,14 @@ mod tests {
         assert!(Role::AgentManager.allows(Permission::EventsRead));
         assert!(!Role::User.allows(Permission::WebhooksManage));
         assert!(Role::AgentManager.allows(Permission::WebhooksManage));
+        assert!(!Role::User.allows(Permission::CallsDelete));
+        assert!(Role::AgentManager.allows(Permission::CallsDelete));
+        for p in [Permission::CallsImport, Permission::SettingsManage] {
+            assert!(
+                !Role::AgentManager.allows(p) && Role::Admin.allows(p),
+                "{p}"
+            );
+        }
         assert_eq!("agent_manager".parse::<Role>().unwrap(), Role::AgentManager);
         assert!("owner".parse::<Role>().is_err());
     }

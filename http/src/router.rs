@@ -183,6 +183,8 @@ routes! {
     GET "/api/calls/{call_sid}" => CallView { call_sid } = calls::call_view;
     /// Update a call
     PATCH "/api/calls/{call_sid}" => CallUpdate { call_sid } = calls::call_update;
+    /// Delete a call with its transcript and recording
+    DELETE "/api/calls/{call_sid}" => CallDelete { call_sid } = calls::call_delete;
     /// Upload the call's recording (replaces a previous one)
     PUT "/api/calls/{call_sid}/recording" => RecordingUpload { call_sid }
         = recordings::recording_upload;
@@ -192,6 +194,9 @@ routes! {
     /// Download the recording as a WAV attachment
     GET "/api/calls/{call_sid}/recording/download" => RecordingDownload { call_sid }
         = recordings::recording_download;
+    /// Delete the call's recording
+    DELETE "/api/calls/{call_sid}/recording" => RecordingDelete { call_sid }
+        = recordings::recording_delete;
     /// Read a recording through a URL signed by this server (the `url` of recording_stream)
     GET "/recordings/{organization_id}/{file}" => RecordingSigned { organization_id, file }
         = recordings::recording_signed_read [403, 404, 416, 503];
@@ -276,6 +281,13 @@ routes! {
     /// Add a shared voice to the provider_two account
     POST "/api/voices/provider_two/library/add" => VoiceLibraryAdd
         = voices::voice_library_add [404, 502];
+
+    /// The organization's retention policy
+    GET "/api/organization/settings" => OrganizationSettingsView
+        = organization::organization_settings_view;
+    /// Change the organization's retention policy
+    PATCH "/api/organization/settings" => OrganizationSettingsUpdate
+        = organization::organization_settings_update;
 
     /// Invite someone
     POST "/api/auth/organizations/invitations" => InvitationCreate
@@ -617,9 +629,9 @@ mod tests {
             })
         );
         assert_eq!(
-            resolve(&Method::DELETE, "/api/calls/call_1"),
+            resolve(&Method::PUT, "/api/calls/call_1"),
             Err(RouteError::MethodNotAllowed {
-                allow: vec!["GET", "PATCH"]
+                allow: vec!["GET", "PATCH", "DELETE"]
             })
         );
         assert_eq!(

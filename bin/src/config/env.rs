@@ -255,6 +255,7 @@ mod tests {
                     | "http.max_upload_bytes"
                     | "events.retention_days"
                     | "jobs.lease_secs"
+                    | "retention.sweep_interval_secs"
                     | "embeddings.batch_size"
                     | "embeddings.timeout_secs"
                     | "knowledge.max_bytes"
@@ -285,6 +286,7 @@ mod tests {
             assert_eq!(c.embeddings.base_url.as_deref(), Some("https://x.test"));
             assert_eq!(c.embeddings.model, "v");
             assert_eq!(c.knowledge.max_pages, 5);
+            assert_eq!(c.retention.sweep_interval_secs, 5);
             Ok(())
         });
     }

@@ -190,6 +190,12 @@ impl Config {
         if self.jobs.lease_secs == 0 {
             return Err(ConfigError::new("jobs.lease_secs", "must be at least 1"));
         }
+        if self.retention.sweep_interval_secs == 0 {
+            return Err(ConfigError::new(
+                "retention.sweep_interval_secs",
+                "must be at least 1",
+            ));
+        }
         if self.events.retention_days == 0 {
             return Err(ConfigError::new(
                 "events.retention_days",

@@ -31,8 +31,8 @@ pub use secret::Secret;
 pub use settings::{
     AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
     JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
-    SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
-    WebhooksSettings,
+    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
+    TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -80,6 +80,7 @@ pub const KEYS: &[&str] = &[
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
     "jobs.lease_secs",
+    "retention.sweep_interval_secs",
     "embeddings.base_url",
     "embeddings.api_key",
     "embeddings.model",

@@ -42,6 +42,8 @@ pub struct Config {
     pub webhooks: WebhooksSettings,
     /// `jobs.*`: the durable job runner.
     pub jobs: JobsSettings,
+    /// `retention.*`: how often organizations' retention policies are applied.
+    pub retention: RetentionSettings,
     /// `embeddings.*`: the optional embeddings provider of the knowledge base.
     pub embeddings: EmbeddingsConfig,
     /// `knowledge.*`: the bounds of processing one knowledge-base document.
@@ -63,6 +65,7 @@ impl Default for Config {
             events: EventsSettings::default(),
             webhooks: WebhooksSettings::default(),
             jobs: JobsSettings::default(),
+            retention: RetentionSettings::default(),
             embeddings: EmbeddingsConfig::default(),
             knowledge: KnowledgeConfig::default(),
         }
@@ -377,6 +380,24 @@ pub struct JobsSettings {
 impl Default for JobsSettings {
     fn default() -> Self {
         Self { lease_secs: 60 }
+    }
+}
+
+/// `retention.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// `retention.sweep_interval_secs`: how often the sweep deletes the recordings,
+    /// transcripts and calls older than their organization's retention policy.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub sweep_interval_secs: usize,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            sweep_interval_secs: 3600,
+        }
     }
 }
 

@@ -136,6 +136,10 @@ pub struct NewCall {
     /// Defaults to the agent's `recording_enabled`.
     #[serde(default)]
     pub recording_enabled: Option<bool>,
+    /// When the call happened, for imports: `admin` only, not in the future; now by default.
+    /// Retention counts a call's age from it.
+    #[serde(default)]
+    pub created_at: Option<Timestamp>,
 }
 
 /// Body of `PATCH /api/calls/{call_sid}`: every field optional, absent fields unchanged.

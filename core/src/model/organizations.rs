@@ -29,3 +29,45 @@ pub struct User {
     /// Last time the user authenticated with a JWT.
     pub last_login: Option<Timestamp>,
 }
+
+/// Longest retention period accepted, in days (a hundred years).
+pub const MAX_RETENTION_DAYS: i64 = 36_500;
+
+/// An organization's retention policy: how many days recordings, transcripts and calls are
+/// kept, counted from the call's `created_at`; `null` keeps them forever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct OrganizationSettings {
+    /// Days a call's recording is kept; `null` = forever.
+    pub recording_retention_days: Option<i64>,
+    /// Days a call's transcript is kept; `null` = forever.
+    pub transcript_retention_days: Option<i64>,
+    /// Days a call (with its transcript and recording) is kept; `null` = forever.
+    pub call_retention_days: Option<i64>,
+}
+
+impl OrganizationSettings {
+    /// Whether any period is set.
+    pub fn has_policy(&self) -> bool {
+        self.recording_retention_days.is_some()
+            || self.transcript_retention_days.is_some()
+            || self.call_retention_days.is_some()
+    }
+}
+
+/// Body of `PATCH /api/organization/settings`: absent fields are unchanged, `null` clears one
+/// (keep forever).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OrganizationSettingsUpdate {
+    /// Days, 1 to 36500, or `null`.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub recording_retention_days: Option<Option<i64>>,
+    /// Days, 1 to 36500, or `null`.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub transcript_retention_days: Option<Option<i64>>,
+    /// Days, 1 to 36500, or `null`.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub call_retention_days: Option<Option<i64>>,
+}

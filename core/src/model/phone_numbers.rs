@@ -70,7 +70,7 @@ pub struct NewPhoneNumber {
 
 /// Deserializes a field that distinguishes "absent" (`None`) from `null` (`Some(None)`), for
 /// partial updates that can clear a value.
-fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(super) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,

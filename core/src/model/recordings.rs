@@ -40,3 +40,15 @@ pub struct RecordingLink {
     /// A suggested file name.
     pub filename: String,
 }
+
+/// The data of a `recording.deleted` event: the recording as it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct RecordingDeleted {
+    /// The call the recording belonged to.
+    pub call_sid: String,
+    /// `audio/wav` or `audio/mpeg`.
+    pub content_type: String,
+    /// Size in bytes.
+    pub size: i64,
+}

@@ -13,6 +13,18 @@ impl Service {
     /// Records a call handled by one of the organization's agents.
     pub async fn call_create(&self, actor: &Actor, input: NewCall) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
+        let now = self.now();
+        let created_at = match input.created_at {
+            Some(at) => {
+                // Back-dating decides how long retention keeps the call: an import, not a write.
+                actor.require(Permission::CallsImport)?;
+                if at > now {
+                    return Err(Error::invalid("created_at must not be in the future"));
+                }
+                at
+            }
+            None => now,
+        };
         let agent = self.referenced_agent(actor, &input.agent_id).await?;
         let to_number = validate::e164("to_number", &input.to_number)?;
         let from_number = input
@@ -20,7 +32,6 @@ impl Service {
             .as_deref()
             .map(|n| validate::e164("from_number", n))
             .transpose()?;
-        let now = self.now();
         let call = Call {
             call_sid: self.id(IdKind::Call),
             to_number,
@@ -34,7 +45,7 @@ impl Service {
             total_cost: 0.0,
             duration_seconds: None,
             turn_count: 0,
-            created_at: now,
+            created_at,
             updated_at: now,
             start_time: None,
             end_time: None,

@@ -69,6 +69,12 @@ impl Service {
                     interval: self.sweep_interval,
                 }),
             );
+        let runner = self
+            .retention_handlers()
+            .into_iter()
+            .fold(runner, |runner, (kind, handler)| {
+                runner.with_handler(kind, handler)
+            });
         // Without a processor, documents wait (pending) for an instance that has one.
         let runner = match &self.knowledge.processor {
             Some(_) => runner.with_handler(
@@ -113,7 +119,7 @@ impl Service {
         self
     }
 
-    /// Runs the recurring sweeps every `interval` (default an hour).
+    /// Runs the events sweep every `interval` (default an hour).
     pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
         self.sweep_interval = interval;
         self
@@ -124,10 +130,10 @@ impl Service {
         &self.jobs
     }
 
-    /// Makes sure every recurring job is scheduled (the events sweep); a no-op for those that
-    /// already are, so every instance may call it at start.
+    /// Makes sure every recurring job is scheduled (the events and retention sweeps); a no-op
+    /// for those that already are, so every instance may call it at start.
     pub async fn jobs_schedule_recurring(&self) -> Result<()> {
-        let job = NewJob {
+        let events = NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: EVENTS_SWEEP.to_owned(),
             payload: serde_json::json!({}),
@@ -135,7 +141,11 @@ impl Service {
             max_attempts: 5,
             unique_key: Some(EVENTS_SWEEP.to_owned()),
         };
-        if self.repo.job_enqueue(&job).await? {
+        let mut enqueued = false;
+        for job in [events, self.retention_sweep_job()] {
+            enqueued |= self.repo.job_enqueue(&job).await?;
+        }
+        if enqueued {
             self.jobs.wake();
         }
         Ok(())

@@ -37,7 +37,9 @@ pub use knowledge::DOCUMENT_PROCESS;
 mod members;
 mod phone_numbers;
 mod recordings;
+mod retention;
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
+pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
 mod tools;
 mod voices;
 mod webhooks;
@@ -64,6 +66,8 @@ pub struct Service {
     jobs: JobWaker,
     event_retention: std::time::Duration,
     sweep_interval: std::time::Duration,
+    /// How often the retention policies are applied.
+    retention_sweep_interval: std::time::Duration,
     webhooks: WebhookDelivery,
     knowledge: knowledge::Knowledge,
     /// How long parsing one document may take.
@@ -112,6 +116,7 @@ impl Service {
             jobs: JobWaker::default(),
             event_retention: std::time::Duration::from_secs(30 * 24 * 3600),
             sweep_interval: std::time::Duration::from_secs(3600),
+            retention_sweep_interval: std::time::Duration::from_secs(3600),
             webhooks: WebhookDelivery {
                 sender: None,
                 policy: crate::webhooks::TargetPolicy::default(),

@@ -1,7 +1,7 @@
 //! `/api/calls`: calls handled by the organization's agents.
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Call, CallUpdate, NewCall};
+use voiceplane_core::model::{Call, CallUpdate, NewCall, Outcome};
 use voiceplane_core::page::{Page, PageParams};
 
 use crate::endpoint::{Created, Cx, Data, Json, Query};
@@ -39,4 +39,12 @@ pub(crate) async fn call_update(
     Ok(Data(
         cx.service().call_update(&actor, &call_sid, input).await?,
     ))
+}
+
+pub(crate) async fn call_delete(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Outcome<Call>, ApiError> {
+    Ok(cx.service().call_delete(&actor, &call_sid).await?)
 }

@@ -14,6 +14,7 @@ pub(crate) mod integrations;
 pub(crate) mod knowledge_base;
 pub(crate) mod members;
 pub(crate) mod meta;
+pub(crate) mod organization;
 pub(crate) mod phone_numbers;
 pub(crate) mod recordings;
 pub(crate) mod tools;

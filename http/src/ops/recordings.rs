@@ -6,7 +6,7 @@ use http::{HeaderValue, StatusCode, header};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Call, RecordingLink};
+use voiceplane_core::model::{Call, Outcome, RecordingLink};
 use voiceplane_core::service::SignedRead;
 
 use crate::endpoint::{Cx, Data, Query};
@@ -49,6 +49,14 @@ pub(crate) async fn recording_download(
         resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
     }
     Ok(Attachment(resp))
+}
+
+pub(crate) async fn recording_delete(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Outcome<Call>, ApiError> {
+    Ok(cx.service().recording_delete(&actor, &call_sid).await?)
 }
 
 /// The query of a URL this server signed.

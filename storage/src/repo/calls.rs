@@ -14,7 +14,7 @@ use crate::SeaRepository;
 use crate::convert::{db_err, parse_enum, ts, ts_opt};
 use crate::entity::call;
 
-fn call_from(m: call::Model) -> Result<Call> {
+pub(super) fn call_from(m: call::Model) -> Result<Call> {
     Ok(Call {
         call_type: parse_enum("calls.call_type", &m.call_type)?,
         status: parse_enum("calls.status", &m.status)?,

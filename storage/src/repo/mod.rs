@@ -24,6 +24,7 @@ mod integrations;
 pub(crate) mod jobs;
 mod organizations;
 mod phone_numbers;
+mod retention;
 mod tools;
 mod webhooks;
 

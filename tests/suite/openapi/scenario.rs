@@ -379,6 +379,35 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     let last = if signed.ends_with('0') { "1" } else { "0" };
     let tampered = format!("{}{last}", &signed[..signed.len() - 1]);
     anonymous.expect(M::GET, &tampered, Body::None, 403).await;
+    c.expect(M::DELETE, &recording, Body::None, 200).await;
+    c.expect(M::DELETE, &recording, Body::None, 404).await;
+    c.expect(
+        M::DELETE,
+        &format!("/api/calls/{call_sid}"),
+        Body::None,
+        200,
+    )
+    .await;
+
+    // Retention.
+    c.expect(M::GET, "/api/organization/settings", Body::None, 200)
+        .await;
+    let policy = json!({"recording_retention_days": 30, "call_retention_days": null});
+    c.expect(
+        M::PATCH,
+        "/api/organization/settings",
+        Body::Json(policy),
+        200,
+    )
+    .await;
+    let zero = json!({"transcript_retention_days": 0});
+    c.expect(
+        M::PATCH,
+        "/api/organization/settings",
+        Body::Json(zero),
+        400,
+    )
+    .await;
 
     // Voices.
     c.expect(
