@@ -15,7 +15,7 @@ use voiceplane_core::repo::{CallPart, CallRemoval, RetentionRepository};
 
 use super::calls::call_from;
 use super::jobs::enqueue_many;
-use super::{all, record_event};
+use super::{all, lock_org, record_event};
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::{call, organization};
@@ -192,6 +192,9 @@ impl RetentionRepository for SeaRepository {
 
     async fn calls_remove(&self, removal: &CallRemoval<'_>) -> Result<Vec<Call>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        // Write first: a SQLite transaction that reads and then writes fails with "database is
+        // locked" if another connection wrote in between; this one waits its turn instead.
+        lock_org(&txn, removal.organization_id).await?;
         let mut select =
             call::Entity::find().filter(call::Column::OrganizationId.eq(removal.organization_id));
         if let Some(call_sid) = removal.call_sid {
