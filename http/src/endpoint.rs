@@ -136,6 +136,7 @@ macro_rules! extract_tuple {
 extract_tuple!(A);
 extract_tuple!(A, B);
 extract_tuple!(A, B, C);
+extract_tuple!(A, B, C, D);
 
 /// The caller, authenticated in the organization of `X-Organization-Id`.
 impl Extract for Actor {

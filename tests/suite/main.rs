@@ -12,6 +12,7 @@
 mod agents;
 mod api_keys;
 mod calls;
+mod calls_query;
 mod documents;
 mod events;
 mod integrations;

@@ -23,6 +23,7 @@ mod api_keys;
 mod auth;
 mod bootstrap;
 pub use bootstrap::{BootstrapInput, BootstrapOutput};
+mod call_queries;
 mod calls;
 mod deliveries;
 pub use deliveries::DEFAULT_RETRY_SCHEDULE;
@@ -39,6 +40,7 @@ mod phone_numbers;
 mod recordings;
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod tools;
+mod transcripts;
 mod voices;
 mod webhooks;
 
