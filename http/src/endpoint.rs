@@ -271,7 +271,7 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Page<T> {
     fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
         spec.output = Output::Json {
             status: StatusCode::OK,
-            description: "One page of the list, newest first.",
+            description: "One page of the list (newest first, or in `seq` order for a transcript).",
             schema: schemas.out::<ListEnvelope<'static, T>>(),
         };
     }
