@@ -116,18 +116,25 @@ pub fn list_statement(
     page_select(backend, organization_id, query, page).build(backend)
 }
 
-/// The group key of `by`: the UTC day of `created_at` (micros) as `YYYY-MM-DD`, or a column.
-fn group_key(backend: DatabaseBackend, by: StatsGroupBy) -> SimpleExpr {
+/// What the calls are grouped by, and the key shown for a group (an expression of it). Days
+/// are grouped by the integer day number of `created_at` (micros), which is cheap per row;
+/// only the groups' keys are formatted, as the UTC date `YYYY-MM-DD`.
+fn grouping(backend: DatabaseBackend, by: StatsGroupBy) -> (SimpleExpr, SimpleExpr) {
+    let column = |c: call::Column| (Expr::col(c), Expr::col(c));
     match by {
-        StatsGroupBy::Day => Expr::cust(match backend {
-            DatabaseBackend::Postgres => {
-                "to_char(to_timestamp(created_at / 1000000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-            }
-            _ => "strftime('%Y-%m-%d', created_at / 1000000, 'unixepoch')",
-        }),
-        StatsGroupBy::Agent => Expr::col(call::Column::AgentId),
-        StatsGroupBy::Status => Expr::col(call::Column::Status),
-        StatsGroupBy::EndReason => Expr::col(call::Column::EndReason),
+        StatsGroupBy::Day => (
+            Expr::cust("created_at / 86400000000"),
+            Expr::cust(match backend {
+                DatabaseBackend::Postgres => {
+                    "to_char(to_timestamp(created_at / 86400000000 * 86400) AT TIME ZONE 'UTC', \
+                     'YYYY-MM-DD')"
+                }
+                _ => "strftime('%Y-%m-%d', created_at / 86400000000 * 86400, 'unixepoch')",
+            }),
+        ),
+        StatsGroupBy::Agent => column(call::Column::AgentId),
+        StatsGroupBy::Status => column(call::Column::Status),
+        StatsGroupBy::EndReason => column(call::Column::EndReason),
     }
 }
 
@@ -162,8 +169,8 @@ fn stats_select(
     match group_by {
         None => aggregates(select),
         Some(by) => {
-            let key = group_key(backend, by);
-            aggregates(select).expr_as(key.clone(), "key").group_by(key)
+            let (bucket, key) = grouping(backend, by);
+            aggregates(select).expr_as(key, "key").group_by(bucket)
         }
     }
 }
