@@ -264,7 +264,8 @@ async fn run(ctx: &TestContext, name: &str) {
     }
     let walked = walk.elapsed();
     let at_10k = cursor;
-    let t100 = time_page(ctx, &admin, &filter, &at_100.unwrap()).await;
+    let at_100_cursor = at_100.unwrap();
+    let t100 = time_page(ctx, &admin, &filter, &at_100_cursor).await;
     let t10k = time_page(ctx, &admin, &filter, &at_10k).await;
     println!(
         "{name}: filtered page of {PAGE} (agent + status + 45 days): depth 100 p50 {}, \
@@ -290,8 +291,21 @@ async fn run(ctx: &TestContext, name: &str) {
         &query.digest(),
     )
     .unwrap();
+    let shallow = PageQuery::from_params_scoped(
+        &PageParams {
+            limit: Some(PAGE),
+            cursor: at_100_cursor,
+        },
+        voiceplane_core::ids::IdKind::Call,
+        &query.digest(),
+    )
+    .unwrap();
     println!(
-        "{name}: plan of the filtered page:\n{}",
+        "{name}: plan of the filtered page at depth 100:\n{}",
+        explain(ctx, list_statement(backend, &org, &query, &shallow)).await
+    );
+    println!(
+        "{name}: plan of the filtered page at depth 10,000:\n{}",
         explain(ctx, list_statement(backend, &org, &query, &deep)).await
     );
 

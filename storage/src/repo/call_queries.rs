@@ -19,7 +19,7 @@ use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::CallQueryRepository;
 
 use super::calls::call_from;
-use super::{all, keyset};
+use super::keyset;
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::call;
@@ -106,6 +106,31 @@ fn page_select(
     )
 }
 
+/// The index a SQLite page must walk: that of the first equality filter given (agent, then
+/// numbers, then status, then type), else the keyset index. SQLite's planner, once `ANALYZE`
+/// has run, judges `organization_id` useless (one organization holds every row) and may pick
+/// a skip-scan of another filter's index plus a sort of all its rows: 230 ms for a page that
+/// costs 0.5 ms on the right index, varying with the cursor. Postgres plans it well alone.
+fn sqlite_index(query: &CallQuery) -> Option<&'static str> {
+    if !query.terms.is_empty() {
+        // The transcript match drives the plan; its calls are few and found by key.
+        return None;
+    }
+    Some(if query.agent_id.is_some() {
+        "ix_calls_agent"
+    } else if query.to_number.is_some() {
+        "ix_calls_to_number"
+    } else if query.from_number.is_some() {
+        "ix_calls_from_number"
+    } else if query.status.is_some() {
+        "ix_calls_status"
+    } else if query.call_type.is_some() {
+        "ix_calls_call_type"
+    } else {
+        "ix_calls_keyset"
+    })
+}
+
 /// The statement of one page of the call list.
 pub fn list_statement(
     backend: DatabaseBackend,
@@ -113,7 +138,17 @@ pub fn list_statement(
     query: &CallQuery,
     page: &PageQuery,
 ) -> Statement {
-    page_select(backend, organization_id, query, page).build(backend)
+    let mut statement = page_select(backend, organization_id, query, page).build(backend);
+    if backend == DatabaseBackend::Sqlite
+        && let Some(index) = sqlite_index(query)
+    {
+        statement.sql = statement.sql.replacen(
+            "FROM \"calls\"",
+            &format!("FROM \"calls\" INDEXED BY {index}"),
+            1,
+        );
+    }
+    statement
 }
 
 /// What the calls are grouped by, and the key shown for a group (an expression of it). Days
@@ -194,12 +229,15 @@ impl CallQueryRepository for SeaRepository {
         page: &PageQuery,
     ) -> Result<Vec<Call>> {
         let backend = self.db.get_database_backend();
-        all(
-            &self.db,
-            page_select(backend, organization_id, query, page),
-            call_from,
-        )
-        .await
+        let statement = list_statement(backend, organization_id, query, page);
+        call::Entity::find()
+            .from_raw_sql(statement)
+            .all(&self.db)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(call_from)
+            .collect()
     }
 
     async fn call_stats(
