@@ -31,6 +31,27 @@ impl Cursor {
     /// Decodes a cursor produced by [`encode`](Self::encode) for a list of `kind` items; any
     /// other input is a 400.
     pub fn decode(s: &str, kind: IdKind) -> Result<Self> {
+        Self::decode_scoped(s, kind, "")
+    }
+
+    /// URL-safe base64 of `<micros>:<id>:<scope>`, where `scope` is a short digest of the
+    /// filters the list was asked with; an empty scope (an unfiltered list) gives exactly
+    /// [`encode`](Self::encode), so cursors made before filters existed stay valid.
+    pub fn encode_scoped(&self, scope: &str) -> String {
+        if scope.is_empty() {
+            return self.encode();
+        }
+        URL_SAFE_NO_PAD.encode(format!(
+            "{}:{}:{scope}",
+            self.created_at.as_micros(),
+            self.id
+        ))
+    }
+
+    /// Decodes a cursor produced by [`encode_scoped`](Self::encode_scoped) with the same
+    /// `scope`; a cursor of the same list made under other filters is a 400 that says so, any
+    /// other input is a 400 as in [`decode`](Self::decode).
+    pub fn decode_scoped(s: &str, kind: IdKind, scope: &str) -> Result<Self> {
         let bad = || {
             Error::invalid(
                 "cursor is not a valid page cursor; pass the `next_cursor` of a previous page of this list",
@@ -40,15 +61,53 @@ impl Cursor {
             .decode(s.trim_end_matches('='))
             .map_err(|_| bad())?;
         let raw = String::from_utf8(raw).map_err(|_| bad())?;
-        let (micros, id) = raw.split_once(':').ok_or_else(bad)?;
+        let (micros, rest) = raw.split_once(':').ok_or_else(bad)?;
         let micros: i64 = micros.parse().map_err(|_| bad())?;
+        let (id, made_under) = rest.split_once(':').unwrap_or((rest, ""));
         if !kind.matches(id) {
             return Err(bad());
+        }
+        if made_under != scope {
+            return Err(Error::invalid(
+                "the cursor belongs to another set of filters; send the filters it was made \
+                 with, or start again without a cursor",
+            ));
         }
         Ok(Self {
             created_at: Timestamp::from_micros(micros),
             id: id.to_owned(),
         })
+    }
+}
+
+/// A position in a list kept in ascending `seq` order (a call's transcript): the last `seq`
+/// seen, as an opaque cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqCursor(pub i64);
+
+impl SeqCursor {
+    /// URL-safe base64 of `seq:<n>`.
+    pub fn encode(self) -> String {
+        URL_SAFE_NO_PAD.encode(format!("seq:{}", self.0))
+    }
+
+    /// Decodes a cursor produced by [`encode`](Self::encode); any other input is a 400.
+    pub fn decode(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid(
+                "cursor is not a valid page cursor; pass the `next_cursor` of a previous page of this list",
+            )
+        };
+        let raw = URL_SAFE_NO_PAD
+            .decode(s.trim_end_matches('='))
+            .map_err(|_| bad())?;
+        let raw = String::from_utf8(raw).map_err(|_| bad())?;
+        let seq = raw
+            .strip_prefix("seq:")
+            .and_then(|n| n.parse::<i64>().ok())
+            .filter(|n| *n >= 0)
+            .ok_or_else(bad)?;
+        Ok(Self(seq))
     }
 }
 
@@ -86,12 +145,7 @@ pub struct PageQuery {
 impl PageQuery {
     /// Validates `params` for a list of `kind` items.
     pub fn from_params(params: &PageParams, kind: IdKind) -> Result<Self> {
-        let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Error::invalid(format!(
-                "limit must be between 1 and {MAX_LIMIT}, got {limit}"
-            )));
-        }
+        let limit = checked_limit(params)?;
         let after = params
             .cursor
             .as_deref()
@@ -100,10 +154,33 @@ impl PageQuery {
         Ok(Self { limit, after })
     }
 
+    /// Validates `params` for a list of `kind` items asked with filters whose digest is
+    /// `scope` (see [`Cursor::encode_scoped`]).
+    pub fn from_params_scoped(params: &PageParams, kind: IdKind, scope: &str) -> Result<Self> {
+        let limit = checked_limit(params)?;
+        let after = params
+            .cursor
+            .as_deref()
+            .map(|c| Cursor::decode_scoped(c, kind, scope))
+            .transpose()?;
+        Ok(Self { limit, after })
+    }
+
     /// Rows to fetch: one more than the page holds.
     pub fn fetch(&self) -> u64 {
         u64::from(self.limit) + 1
     }
+}
+
+/// The page size `params` asks for, within bounds.
+pub fn checked_limit(params: &PageParams) -> Result<u32> {
+    let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(Error::invalid(format!(
+            "limit must be between 1 and {MAX_LIMIT}, got {limit}"
+        )));
+    }
+    Ok(limit)
 }
 
 /// One page of a cursor list.
@@ -122,11 +199,17 @@ pub struct Page<T> {
 impl<T> Page<T> {
     /// Builds a page from up to `limit + 1` rows fetched by a repository; `key` gives the
     /// `(created_at, id)` of an item.
-    pub fn from_rows(mut rows: Vec<T>, query: &PageQuery, key: impl Fn(&T) -> Cursor) -> Self {
-        let has_more = rows.len() > query.limit as usize;
-        rows.truncate(query.limit as usize);
+    pub fn from_rows(rows: Vec<T>, query: &PageQuery, key: impl Fn(&T) -> Cursor) -> Self {
+        Self::from_rows_by(rows, query.limit, |item| key(item).encode())
+    }
+
+    /// Builds a page from up to `limit + 1` rows; `cursor` gives the cursor that names an
+    /// item as the last one seen.
+    pub fn from_rows_by(mut rows: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> Self {
+        let has_more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
         let next_cursor = if has_more {
-            rows.last().map(|last| key(last).encode())
+            rows.last().map(cursor)
         } else {
             None
         };
@@ -159,6 +242,39 @@ mod tests {
         assert!(Cursor::decode(&s, IdKind::Tool).is_err());
         assert!(Cursor::decode("not base64!!", IdKind::Call).is_err());
         assert!(Cursor::decode(&URL_SAFE_NO_PAD.encode("x:call_1"), IdKind::Call).is_err());
+    }
+
+    #[test]
+    fn scoped_cursors_belong_to_their_filters() {
+        let c = Cursor {
+            created_at: Timestamp::from_micros(1_700_000_000_000_001),
+            id: "call_abc123".into(),
+        };
+        let scoped = c.encode_scoped("0123abcd");
+        assert_eq!(
+            Cursor::decode_scoped(&scoped, IdKind::Call, "0123abcd").unwrap(),
+            c
+        );
+        let err = Cursor::decode_scoped(&scoped, IdKind::Call, "ffff0000").unwrap_err();
+        assert!(err.to_string().contains("another set of filters"), "{err}");
+        // Unscoped (older) cursors are cursors of the unfiltered list.
+        assert_eq!(c.encode_scoped(""), c.encode());
+        assert_eq!(
+            Cursor::decode_scoped(&c.encode(), IdKind::Call, "").unwrap(),
+            c
+        );
+        assert!(Cursor::decode_scoped(&c.encode(), IdKind::Call, "0123abcd").is_err());
+        assert!(Cursor::decode(&scoped, IdKind::Call).is_err());
+    }
+
+    #[test]
+    fn seq_cursors_round_trip() {
+        assert_eq!(
+            SeqCursor::decode(&SeqCursor(42).encode()).unwrap(),
+            SeqCursor(42)
+        );
+        assert!(SeqCursor::decode(&URL_SAFE_NO_PAD.encode("seq:-1")).is_err());
+        assert!(SeqCursor::decode("garbage!").is_err());
     }
 
     #[test]

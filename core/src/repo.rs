@@ -15,10 +15,10 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::jobs::NewJob;
 use crate::model::{
-    Agent, ApiKey, Call, ChunkVector, Delivery, DeliveryAttempt, DeliveryTarget, Document,
-    DocumentSource, Event, EventStamp, EventType, Integration, IntegrationFilter, Invitation,
-    Member, Membership, NewChunk, Organization, OrganizationSettings, PhoneNumber, Recording,
-    SearchHit, Tool, User, Webhook,
+    Agent, ApiKey, Call, CallMessage, CallQuery, CallStats, ChunkVector, Delivery, DeliveryAttempt,
+    DeliveryTarget, Document, DocumentSource, Event, EventStamp, EventType, Integration,
+    IntegrationFilter, Invitation, Member, Membership, NewChunk, NewMessage, Organization,
+    OrganizationSettings, PhoneNumber, Recording, SearchHit, StatsGroupBy, Tool, User, Webhook,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -187,8 +187,6 @@ pub trait CallRepository: Send + Sync {
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>>;
     /// Overwrites the mutable fields of an existing call.
     async fn call_update(&self, call: &Call, event: &Event) -> Result<()>;
-    /// Up to `page.fetch()` calls after the cursor, newest first.
-    async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>>;
     /// Points the call at its stored recording (or at none).
     async fn call_set_recording(
         &self,
@@ -585,12 +583,58 @@ pub trait WebhookRepository: Send + Sync {
     ) -> Result<Option<Delivery>>;
 }
 
+/// The call list under its filters, and call statistics.
+#[async_trait]
+pub trait CallQueryRepository: Send + Sync {
+    /// Up to `page.fetch()` of the organization's calls that match `query`, after the
+    /// cursor, newest first.
+    async fn call_list(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        page: &PageQuery,
+    ) -> Result<Vec<Call>>;
+    /// Totals over the organization's calls that match `query` (whose `terms` must be empty),
+    /// and per group when `group_by` is given, aggregated by the database.
+    async fn call_stats(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        group_by: Option<StatsGroupBy>,
+    ) -> Result<CallStats>;
+}
+
+/// Call transcripts.
+#[async_trait]
+pub trait TranscriptRepository: Send + Sync {
+    /// Appends `messages` to the call's transcript in one transaction, numbered after its
+    /// last `seq`; concurrent appends to one call never share or skip a number. `None` (and
+    /// nothing written) when the call is not the organization's.
+    async fn call_message_append(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        messages: &[NewMessage],
+        created_at: Timestamp,
+    ) -> Result<Option<Vec<CallMessage>>>;
+    /// Up to `limit` messages of the call with `seq > after_seq`, in `seq` order.
+    async fn call_message_list(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        after_seq: i64,
+        limit: u64,
+    ) -> Result<Vec<CallMessage>>;
+}
+
 /// The whole storage interface the [`Service`](crate::Service) uses.
 pub trait Repository:
     HealthRepository
     + OrganizationRepository
     + ApiKeyRepository
     + CallRepository
+    + CallQueryRepository
+    + TranscriptRepository
     + ToolRepository
     + DocumentRepository
     + AgentRepository
@@ -611,6 +655,8 @@ impl<T> Repository for T where
         + OrganizationRepository
         + ApiKeyRepository
         + CallRepository
+        + CallQueryRepository
+        + TranscriptRepository
         + ToolRepository
         + DocumentRepository
         + AgentRepository

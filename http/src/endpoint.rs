@@ -136,6 +136,7 @@ macro_rules! extract_tuple {
 extract_tuple!(A);
 extract_tuple!(A, B);
 extract_tuple!(A, B, C);
+extract_tuple!(A, B, C, D);
 
 /// The caller, authenticated in the organization of `X-Organization-Id`.
 impl Extract for Actor {
@@ -270,7 +271,7 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Page<T> {
     fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
         spec.output = Output::Json {
             status: StatusCode::OK,
-            description: "One page of the list, newest first.",
+            description: "One page of the list (newest first, or in `seq` order for a transcript).",
             schema: schemas.out::<ListEnvelope<'static, T>>(),
         };
     }

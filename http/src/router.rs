@@ -179,12 +179,20 @@ routes! {
     POST "/api/calls" => CallCreate = calls::call_create;
     /// List calls
     GET "/api/calls" => CallList = calls::call_list;
+    /// Count, cost and duration of the calls the filters keep, in total and per group
+    GET "/api/calls/stats" => CallStats = calls::call_stats;
     /// Get a call
     GET "/api/calls/{call_sid}" => CallView { call_sid } = calls::call_view;
     /// Update a call
     PATCH "/api/calls/{call_sid}" => CallUpdate { call_sid } = calls::call_update;
     /// Delete a call with its transcript and recording
     DELETE "/api/calls/{call_sid}" => CallDelete { call_sid } = calls::call_delete;
+    /// Append messages to the call's transcript
+    POST "/api/calls/{call_sid}/messages" => CallMessageAppend { call_sid }
+        = transcripts::call_message_append;
+    /// List the call's transcript in conversation order
+    GET "/api/calls/{call_sid}/messages" => CallMessageList { call_sid }
+        = transcripts::call_message_list;
     /// Upload the call's recording (replaces a previous one)
     PUT "/api/calls/{call_sid}/recording" => RecordingUpload { call_sid }
         = recordings::recording_upload;
@@ -571,6 +579,20 @@ mod tests {
         assert_eq!(
             resolve(&Method::POST, "/api/knowledge-base"),
             Ok(Route::DocumentCreate)
+        );
+        // A literal segment beside `{call_sid}`: stats is not a call.
+        assert_eq!(get("/api/calls/stats"), Ok(Route::CallStats));
+        assert_eq!(
+            get("/api/calls/call_0123456789abcdef01234567"),
+            Ok(Route::CallView {
+                call_sid: "call_0123456789abcdef01234567".into()
+            })
+        );
+        assert_eq!(
+            resolve(&Method::POST, "/api/calls/call_1/messages"),
+            Ok(Route::CallMessageAppend {
+                call_sid: "call_1".into()
+            })
         );
         // A literal segment beside `{documentation_id}`: search is not a document.
         assert_eq!(

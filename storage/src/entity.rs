@@ -453,3 +453,32 @@ pub mod webhook_delivery {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+pub mod call_message {
+    use sea_orm::entity::prelude::*;
+
+    /// On Postgres the table also has `tsv`, generated from `text`; no query of the entity
+    /// names it.
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "call_messages")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub message_id: i64,
+        pub organization_id: String,
+        pub call_sid: String,
+        pub seq: i64,
+        pub role: String,
+        pub text: String,
+        pub start_ms: Option<i64>,
+        pub end_ms: Option<i64>,
+        pub tool_name: Option<String>,
+        pub tool_arguments: Option<String>,
+        pub tool_result: Option<String>,
+        pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -75,6 +75,7 @@ mod repo;
 use std::time::Duration;
 
 pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
+pub use repo::call_queries;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,

@@ -293,7 +293,12 @@ async fn user_role_cannot_create(ctx: &TestContext) {
         .await
         .unwrap();
     ctx.service
-        .call_list(&user, &PageParams::default())
+        .call_list(
+            &user,
+            &CallFilter::default(),
+            &CallSearch::default(),
+            &PageParams::default(),
+        )
         .await
         .unwrap();
     ctx.service.member_list(&user).await.unwrap();

@@ -101,6 +101,8 @@ async fn call_cursor_walk_returns_every_call_once_newest_first(ctx: &TestContext
             .service
             .call_list(
                 &admin,
+                &CallFilter::default(),
+                &CallSearch::default(),
                 &PageParams {
                     limit: Some(50),
                     cursor: cursor.clone(),

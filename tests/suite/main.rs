@@ -13,6 +13,7 @@ mod agents;
 mod api_keys;
 mod calls;
 mod calls_lifecycle;
+mod calls_query;
 mod documents;
 mod events;
 mod integrations;

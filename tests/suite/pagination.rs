@@ -2,6 +2,7 @@
 
 use reqwest::StatusCode;
 use voiceplane_core::Error;
+use voiceplane_core::model::{CallFilter, CallSearch};
 use voiceplane_core::page::PageParams;
 use voiceplane_suite::*;
 
@@ -12,6 +13,8 @@ async fn list_parameters_are_validated(ctx: &TestContext) {
             .service
             .call_list(
                 &admin,
+                &CallFilter::default(),
+                &CallSearch::default(),
                 &PageParams {
                     limit: Some(limit),
                     cursor: None,
@@ -45,6 +48,8 @@ async fn list_parameters_are_validated(ctx: &TestContext) {
         .service
         .call_list(
             &admin,
+            &CallFilter::default(),
+            &CallSearch::default(),
             &PageParams {
                 limit: Some(100),
                 cursor: None,

@@ -5,6 +5,7 @@
 
 mod agents;
 mod api_keys;
+mod call_data;
 mod calls;
 mod documents;
 mod events;
@@ -18,6 +19,7 @@ mod webhooks;
 
 pub use agents::*;
 pub use api_keys::*;
+pub use call_data::*;
 pub use calls::*;
 pub use documents::*;
 pub use events::*;

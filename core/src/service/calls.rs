@@ -1,11 +1,10 @@
-//! Calls: record, view, update, list.
+//! Calls: record, view, update (the list and its filters are in `call_queries`).
 
-use super::{Service, cursor_of};
+use super::Service;
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{Call, CallStatus, CallUpdate, EventType, NewCall};
-use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
 
@@ -118,15 +117,5 @@ impl Service {
         let event = self.event(EventType::CallUpdated, &call)?;
         self.after_write(self.repo.call_update(&call, &event).await)?;
         Ok(call)
-    }
-
-    /// The organization's calls, newest first.
-    pub async fn call_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Call>> {
-        actor.require(Permission::CallsRead)?;
-        let query = PageQuery::from_params(params, IdKind::Call)?;
-        let rows = self.repo.call_list(&actor.organization_id, &query).await?;
-        Ok(Page::from_rows(rows, &query, |c| {
-            cursor_of(c.created_at, &c.call_sid)
-        }))
     }
 }

@@ -23,6 +23,7 @@ mod api_keys;
 mod auth;
 mod bootstrap;
 pub use bootstrap::{BootstrapInput, BootstrapOutput};
+mod call_queries;
 mod calls;
 mod deliveries;
 pub use deliveries::DEFAULT_RETRY_SCHEDULE;
@@ -41,6 +42,7 @@ mod retention;
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
 mod tools;
+mod transcripts;
 mod voices;
 mod webhooks;
 

@@ -1,7 +1,9 @@
 //! `/api/calls`: calls handled by the organization's agents.
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Call, CallUpdate, NewCall, Outcome};
+use voiceplane_core::model::{
+    Call, CallFilter, CallSearch, CallStats, CallUpdate, NewCall, Outcome, StatsGrouping,
+};
 use voiceplane_core::page::{Page, PageParams};
 
 use crate::endpoint::{Created, Cx, Data, Json, Query};
@@ -18,9 +20,27 @@ pub(crate) async fn call_create(
 pub(crate) async fn call_list(
     cx: Cx,
     (): (),
-    (actor, Query(params)): (Actor, Query<PageParams>),
+    (actor, Query(filter), Query(search), Query(params)): (
+        Actor,
+        Query<CallFilter>,
+        Query<CallSearch>,
+        Query<PageParams>,
+    ),
 ) -> Result<Page<Call>, ApiError> {
-    Ok(cx.service().call_list(&actor, &params).await?)
+    Ok(cx
+        .service()
+        .call_list(&actor, &filter, &search, &params)
+        .await?)
+}
+
+pub(crate) async fn call_stats(
+    cx: Cx,
+    (): (),
+    (actor, Query(filter), Query(grouping)): (Actor, Query<CallFilter>, Query<StatsGrouping>),
+) -> Result<Data<CallStats>, ApiError> {
+    Ok(Data(
+        cx.service().call_stats(&actor, &filter, &grouping).await?,
+    ))
 }
 
 pub(crate) async fn call_view(

@@ -18,5 +18,6 @@ pub(crate) mod organization;
 pub(crate) mod phone_numbers;
 pub(crate) mod recordings;
 pub(crate) mod tools;
+pub(crate) mod transcripts;
 pub(crate) mod voices;
 pub(crate) mod webhooks;

@@ -5,11 +5,10 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 use voiceplane_core::Result;
 use voiceplane_core::model::{Call, Event, Recording};
-use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::CallRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{all, keyset, one, record_event, record_if_changed};
+use super::{one, record_event, record_if_changed};
 use crate::SeaRepository;
 use crate::convert::{db_err, parse_enum, ts, ts_opt};
 use crate::entity::call;
@@ -123,16 +122,6 @@ impl CallRepository for SeaRepository {
             .map_err(db_err)?;
         record_if_changed(&txn, &c.organization_id, event, result.rows_affected).await?;
         txn.commit().await.map_err(db_err)
-    }
-
-    async fn call_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Call>> {
-        let select = call::Entity::find().filter(call::Column::OrganizationId.eq(organization_id));
-        all(
-            &self.db,
-            keyset(select, call::Column::CreatedAt, call::Column::CallSid, page),
-            call_from,
-        )
-        .await
     }
 
     async fn call_set_recording(

@@ -16,6 +16,7 @@ pub(crate) use events::{record_event, record_if_changed};
 
 mod agents;
 mod api_keys;
+pub mod call_queries;
 mod calls;
 mod chunks;
 mod documents;
@@ -26,6 +27,7 @@ mod organizations;
 mod phone_numbers;
 mod retention;
 mod tools;
+mod transcripts;
 mod webhooks;
 
 /// Restricts `select` to the page after `page.after`, newest first: the row-value comparison

@@ -2,7 +2,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_core::model::EventType;
+use voiceplane_core::model::{CallFilter, CallSearch, EventType};
 use voiceplane_core::page::PageParams;
 use voiceplane_core::role::Role;
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, db_tests, eventually};
@@ -158,7 +158,12 @@ async fn the_sweep_removes_a_backlog_in_batches(ctx: &TestContext) {
     assert_eq!(ctx.service.retention_sweep().await.unwrap(), 501);
     let left = ctx
         .service
-        .call_list(&admin, &PageParams::default())
+        .call_list(
+            &admin,
+            &CallFilter::default(),
+            &CallSearch::default(),
+            &PageParams::default(),
+        )
         .await
         .unwrap()
         .items;

@@ -334,6 +334,38 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+    let messages = format!("/api/calls/{call_sid}/messages");
+    c.expect(
+        M::POST,
+        &messages,
+        Body::Json(json!({"messages": [
+            {"role": "user", "text": "Where is my order?", "start_ms": 0, "end_ms": 900},
+            {"role": "tool", "text": "", "tool_name": "lookup_order",
+             "tool_arguments": {"order_id": "A-1"}, "tool_result": {"status": "shipped"}}
+        ]})),
+        201,
+    )
+    .await;
+    c.expect(M::GET, &format!("{messages}?limit=1"), Body::None, 200)
+        .await;
+    let found = c
+        .expect(
+            M::GET,
+            "/api/calls?status=completed&q=orders",
+            Body::None,
+            200,
+        )
+        .await;
+    assert_eq!(found["data"][0]["call_sid"], call_sid);
+    c.expect(
+        M::GET,
+        "/api/calls/stats?group_by=day&created_after=2020-01-01T00:00:00Z",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(M::GET, "/api/calls/stats?status=fine", Body::None, 400)
+        .await;
     let recording = format!("/api/calls/{call_sid}/recording");
     c.expect(M::GET, &format!("{recording}/stream"), Body::None, 404)
         .await;

@@ -1,0 +1,246 @@
+//! Calls as data: transcript messages, the filters of the call list, and call statistics.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{CallStatus, CallType};
+use crate::page::empty_as_none;
+use crate::time::Timestamp;
+
+/// Who said a transcript message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    /// The caller.
+    User,
+    /// The voice agent.
+    Agent,
+    /// A tool's call or answer.
+    Tool,
+    /// An instruction or note of the platform.
+    System,
+}
+
+impl MessageRole {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Agent => "agent",
+            Self::Tool => "tool",
+            Self::System => "system",
+        }
+    }
+}
+
+/// One message of `POST /api/calls/{call_sid}/messages`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewMessage {
+    /// `user`, `agent`, `tool` or `system`.
+    pub role: MessageRole,
+    /// What was said, at most 100,000 characters.
+    pub text: String,
+    /// Offset of its start from the start of the call, in milliseconds, ≥ 0.
+    #[serde(default)]
+    pub start_ms: Option<i64>,
+    /// Offset of its end, in milliseconds, not before `start_ms`.
+    #[serde(default)]
+    pub end_ms: Option<i64>,
+    /// The tool called, for tool messages; at most 200 characters.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// The tool's arguments: any JSON.
+    #[serde(default)]
+    pub tool_arguments: Option<serde_json::Value>,
+    /// The tool's answer: any JSON.
+    #[serde(default)]
+    pub tool_result: Option<serde_json::Value>,
+}
+
+/// Body of `POST /api/calls/{call_sid}/messages`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewMessages {
+    /// 1–100 messages, appended in this order.
+    pub messages: Vec<NewMessage>,
+}
+
+/// A message of a call's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct CallMessage {
+    /// The call it belongs to.
+    pub call_sid: String,
+    /// Its place in the conversation: 1, 2, … per call, without gaps.
+    pub seq: i64,
+    /// `user`, `agent`, `tool` or `system`.
+    pub role: MessageRole,
+    /// What was said.
+    pub text: String,
+    /// Offset of its start from the start of the call, in milliseconds.
+    pub start_ms: Option<i64>,
+    /// Offset of its end, in milliseconds.
+    pub end_ms: Option<i64>,
+    /// The tool called, for tool messages.
+    pub tool_name: Option<String>,
+    /// The tool's arguments.
+    pub tool_arguments: Option<serde_json::Value>,
+    /// The tool's answer.
+    pub tool_result: Option<serde_json::Value>,
+    /// When it was appended.
+    pub created_at: Timestamp,
+}
+
+/// The filters of `GET /api/calls` and `GET /api/calls/stats`; every one optional, all of
+/// them combined.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct CallFilter {
+    /// Only calls with this status.
+    #[serde(default)]
+    pub status: Option<CallStatus>,
+    /// Only calls of this type.
+    #[serde(default)]
+    pub call_type: Option<CallType>,
+    /// Only calls handled by this agent.
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub agent_id: Option<String>,
+    /// Only calls to this E.164 number (send `+` as `%2B`).
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub to_number: Option<String>,
+    /// Only calls from this E.164 number (send `+` as `%2B`).
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub from_number: Option<String>,
+    /// Only calls created at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub created_after: Option<Timestamp>,
+    /// Only calls created before this instant (RFC 3339).
+    #[serde(default)]
+    pub created_before: Option<Timestamp>,
+}
+
+/// The full-text filter of `GET /api/calls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct CallSearch {
+    /// Only calls with a transcript message that contains every word of `q` (any form of a
+    /// word: `refunds` finds `refund`); punctuation is ignored.
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub q: Option<String>,
+}
+
+/// A validated [`CallFilter`] (plus the words of a [`CallSearch`]), as handed to a repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallQuery {
+    /// Only this status.
+    pub status: Option<CallStatus>,
+    /// Only this type.
+    pub call_type: Option<CallType>,
+    /// Only this agent.
+    pub agent_id: Option<String>,
+    /// Only to this number.
+    pub to_number: Option<String>,
+    /// Only from this number.
+    pub from_number: Option<String>,
+    /// `created_at >= created_after`.
+    pub created_after: Option<Timestamp>,
+    /// `created_at < created_before`.
+    pub created_before: Option<Timestamp>,
+    /// Only calls with a message containing every one of these words (letters and digits
+    /// only, see [`crate::knowledge::search_terms`]); none when empty.
+    pub terms: Vec<String>,
+}
+
+impl CallQuery {
+    /// A short digest of the filters, empty when there are none: what binds a cursor to them
+    /// (see [`crate::page::Cursor::encode_scoped`]).
+    pub fn digest(&self) -> String {
+        if *self == Self::default() {
+            return String::new();
+        }
+        let micros = |t: Option<Timestamp>| t.map(|t| t.as_micros().to_string());
+        let canonical = serde_json::json!([
+            self.status.map(CallStatus::as_str),
+            self.call_type.map(CallType::as_str),
+            self.agent_id,
+            self.to_number,
+            self.from_number,
+            micros(self.created_after),
+            micros(self.created_before),
+            self.terms,
+        ]);
+        Sha256::digest(canonical.to_string().as_bytes())[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// How `GET /api/calls/stats` groups the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StatsGroupBy {
+    /// The UTC date of `created_at`, `YYYY-MM-DD`.
+    Day,
+    /// `agent_id`.
+    Agent,
+    /// `status`.
+    Status,
+    /// `end_reason` (`null` for calls without one).
+    EndReason,
+}
+
+/// The grouping of `GET /api/calls/stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct StatsGrouping {
+    /// Also count per `day`, `agent`, `status` or `end_reason`; no groups when omitted.
+    #[serde(default)]
+    pub group_by: Option<StatsGroupBy>,
+}
+
+/// Totals over a set of calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct StatsTotals {
+    /// How many calls.
+    pub calls: i64,
+    /// Sum of their `total_cost`.
+    pub total_cost: f64,
+    /// Sum of their `duration_seconds`.
+    pub total_duration_seconds: f64,
+    /// Mean `duration_seconds` of those that have one; `null` when none has.
+    pub avg_duration_seconds: Option<f64>,
+}
+
+/// Totals over the calls of one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct StatsGroup {
+    /// The day (`YYYY-MM-DD`, UTC), agent id, status or end reason; `null` for calls without
+    /// an end reason.
+    pub key: Option<String>,
+    /// How many calls.
+    pub calls: i64,
+    /// Sum of their `total_cost`.
+    pub total_cost: f64,
+    /// Sum of their `duration_seconds`.
+    pub total_duration_seconds: f64,
+    /// Mean `duration_seconds` of those that have one; `null` when none has.
+    pub avg_duration_seconds: Option<f64>,
+}
+
+/// The answer of `GET /api/calls/stats`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct CallStats {
+    /// Over every call the filters keep.
+    pub totals: StatsTotals,
+    /// One per key, in key order (`null` last); empty without `group_by`.
+    pub groups: Vec<StatsGroup>,
+}
