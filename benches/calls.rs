@@ -30,6 +30,7 @@ use voiceplane_core::model::{
 use voiceplane_core::page::{PageParams, PageQuery};
 use voiceplane_core::time::Timestamp;
 use voiceplane_storage::call_queries::{list_statement, stats_statement};
+use voiceplane_suite::sample::{Words, ms, percentile};
 use voiceplane_suite::{TestContext, new_agent};
 
 const DEFAULT_CALLS: usize = 1_000_000;
@@ -47,44 +48,6 @@ const DAY: i64 = 86_400_000_000;
 const STATUSES: [&str; 5] = ["completed", "failed", "no_answer", "busy", "in_progress"];
 const REASONS: [&str; 3] = ["user_hangup", "agent_hangup", "error"];
 
-/// A small deterministic generator (xorshift), so that both databases hold the same data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A word of a 5,000-word vocabulary, skewed like natural text: low ranks are common.
-    fn word(&mut self) -> String {
-        let r = (self.next() % 10_000) as f64 / 10_000.0;
-        let rank = (r * r * 5_000.0) as u64;
-        let mut w = String::new();
-        let mut n = rank + 26;
-        while n > 0 {
-            w.push(char::from(b'a' + (n % 26) as u8));
-            n /= 26;
-        }
-        w
-    }
-
-    fn sentence(&mut self) -> String {
-        let n = 8 + self.next() % 10;
-        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ") + "."
-    }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
 fn calls_wanted() -> usize {
     std::env::var("VOICEPLANE_BENCH_CALLS")
         .ok()
@@ -96,7 +59,7 @@ fn calls_wanted() -> usize {
 async fn seed(ctx: &TestContext, org: &str, agents: &[String], n: usize) {
     let db = ctx.repo.connection();
     let step = DAYS * DAY / n as i64;
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Words(0x9e37_79b9_7f4a_7c15);
     let mut done = 0;
     while done < n {
         let txn = db.begin().await.unwrap();
@@ -108,7 +71,7 @@ async fn seed(ctx: &TestContext, org: &str, agents: &[String], n: usize) {
             let mut calls = Vec::with_capacity(end - done);
             let mut messages = Vec::new();
             for i in done..end {
-                let r = rng.next();
+                let r = rng.number();
                 let sid = format!("call_{i:024}");
                 let created = START + i as i64 * step;
                 let agent = &agents[(r % 5) as usize];
@@ -310,7 +273,7 @@ async fn run(ctx: &TestContext, name: &str) {
     );
 
     // 2. `q` over the transcripts.
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Words(0x2545_f491_4f6c_dd1d);
     let mut times = Vec::new();
     let mut hits = 0;
     for i in 0..SEARCHES {

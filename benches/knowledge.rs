@@ -31,6 +31,7 @@ use voiceplane_extract::{Limits, Processor};
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::TestContext;
 use voiceplane_suite::pdf::pdf_with_pages;
+use voiceplane_suite::sample::{Words, ms, percentile};
 
 const PDF_PAGES: usize = 100;
 const PDF_RUNS: usize = 5;
@@ -46,46 +47,6 @@ impl futures_core::Stream for Once {
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         Poll::Ready(self.0.take().map(Ok))
     }
-}
-
-/// A small deterministic generator (xorshift), so that both databases index the same text.
-struct Words(u64);
-
-impl Words {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A word of a 5,000-word vocabulary, skewed like natural text: low ranks are common.
-    fn word(&mut self) -> String {
-        let r = (self.next() % 10_000) as f64 / 10_000.0;
-        let rank = (r * r * 5_000.0) as u64;
-        let mut w = String::new();
-        let mut n = rank + 26;
-        while n > 0 {
-            w.push(char::from(b'a' + (n % 26) as u8));
-            n /= 26;
-        }
-        w
-    }
-
-    fn sentence(&mut self) -> String {
-        let n = 8 + self.next() % 10;
-        let mut s: Vec<String> = (0..n).map(|_| self.word()).collect();
-        s[0] = s[0][..1].to_uppercase() + &s[0][1..];
-        s.join(" ") + "."
-    }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
 async fn settle(service: &Service, admin: &Actor, id: &str) {

@@ -23,6 +23,7 @@ use voiceplane_core::Service;
 use voiceplane_core::jobs::RunnerConfig;
 use voiceplane_core::model::NewWebhook;
 use voiceplane_core::webhooks::TargetPolicy;
+use voiceplane_suite::sample::percentile;
 use voiceplane_suite::{TestContext, new_tool};
 
 const WRITES: usize = 300;
@@ -61,10 +62,6 @@ fn delivering(ctx: &TestContext) -> Arc<Service> {
         policy,
         vec![Duration::from_secs(1); 3],
     ))
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 async fn run(ctx: &TestContext, name: &str) {

@@ -38,6 +38,7 @@ mod context;
 pub mod pdf;
 mod poll;
 mod s3_env;
+pub mod sample;
 mod server;
 mod upstreams;
 

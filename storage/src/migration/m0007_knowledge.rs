@@ -6,7 +6,7 @@ use sea_orm::DatabaseBackend;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema::{big_integer, blob_null, string, string_null, text, text_null};
 
-use super::org_fk;
+use super::{create_full_text_index, org_fk};
 
 pub(super) struct M0007Knowledge;
 
@@ -15,24 +15,6 @@ impl MigrationName for M0007Knowledge {
         "m0007_knowledge"
     }
 }
-
-/// SQLite: an external-content FTS5 index over `kb_chunks.text`, kept in step by triggers.
-/// Porter stemming so that "refunds" finds "refund", as English stemming does on Postgres.
-const SQLITE_FTS: [&str; 3] = [
-    "CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(text, content='kb_chunks', \
-     content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER kb_chunks_fts_insert AFTER INSERT ON kb_chunks BEGIN \
-     INSERT INTO kb_chunks_fts(rowid, text) VALUES (new.chunk_id, new.text); END",
-    "CREATE TRIGGER kb_chunks_fts_delete AFTER DELETE ON kb_chunks BEGIN \
-     INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, text) \
-     VALUES ('delete', old.chunk_id, old.text); END",
-];
-
-const POSTGRES_FTS: [&str; 2] = [
-    "ALTER TABLE kb_chunks ADD COLUMN tsv tsvector \
-     GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
-    "CREATE INDEX ix_kb_chunks_tsv ON kb_chunks USING GIN (tsv)",
-];
 
 #[async_trait::async_trait]
 impl MigrationTrait for M0007Knowledge {
@@ -87,14 +69,7 @@ impl MigrationTrait for M0007Knowledge {
                 .take(),
         )
         .await?;
-        let db = m.get_connection();
-        let statements: &[&str] = match m.get_database_backend() {
-            DatabaseBackend::Postgres => &POSTGRES_FTS,
-            _ => &SQLITE_FTS,
-        };
-        for sql in statements {
-            db.execute_unprepared(sql).await?;
-        }
+        create_full_text_index(m, "kb_chunks", "chunk_id").await?;
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use sea_orm_migration::schema::{
     big_integer, big_integer_null, integer_null, string, string_null, text, text_null,
 };
 
-use super::org_fk;
+use super::{create_full_text_index, org_fk};
 
 pub(super) struct M0008CallsAsData;
 
@@ -17,23 +17,6 @@ impl MigrationName for M0008CallsAsData {
         "m0008_calls_as_data"
     }
 }
-
-/// SQLite: an external-content FTS5 index over `call_messages.text`, kept by triggers.
-const SQLITE_FTS: [&str; 3] = [
-    "CREATE VIRTUAL TABLE call_messages_fts USING fts5(text, content='call_messages', \
-     content_rowid='message_id', tokenize='porter unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER call_messages_fts_insert AFTER INSERT ON call_messages BEGIN \
-     INSERT INTO call_messages_fts(rowid, text) VALUES (new.message_id, new.text); END",
-    "CREATE TRIGGER call_messages_fts_delete AFTER DELETE ON call_messages BEGIN \
-     INSERT INTO call_messages_fts(call_messages_fts, rowid, text) \
-     VALUES ('delete', old.message_id, old.text); END",
-];
-
-const POSTGRES_FTS: [&str; 2] = [
-    "ALTER TABLE call_messages ADD COLUMN tsv tsvector \
-     GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
-    "CREATE INDEX ix_call_messages_tsv ON call_messages USING GIN (tsv)",
-];
 
 /// One index per equality filter of `GET /api/calls`, each ending in the keyset columns, so
 /// that a filtered page is a range scan however deep it is.
@@ -124,14 +107,7 @@ impl MigrationTrait for M0008CallsAsData {
                 .take(),
         )
         .await?;
-        let db = m.get_connection();
-        let statements: &[&str] = match m.get_database_backend() {
-            DatabaseBackend::Postgres => &POSTGRES_FTS,
-            _ => &SQLITE_FTS,
-        };
-        for sql in statements {
-            db.execute_unprepared(sql).await?;
-        }
+        create_full_text_index(m, "call_messages", "message_id").await?;
         Ok(())
     }
 

@@ -10,6 +10,41 @@ use sea_orm_migration::schema::{
 mod m0007_knowledge;
 mod m0008_calls_as_data;
 
+/// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
+/// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
+/// step by insert and delete triggers, Porter stemming); on Postgres a generated `tsv` column
+/// (English) under a GIN index `ix_<table>_tsv`. Both stem, so "refunds" finds "refund".
+async fn create_full_text_index(m: &SchemaManager<'_>, table: &str, id: &str) -> Result<(), DbErr> {
+    let statements = match m.get_database_backend() {
+        sea_orm::DatabaseBackend::Postgres => vec![
+            format!(
+                "ALTER TABLE {table} ADD COLUMN tsv tsvector \
+                 GENERATED ALWAYS AS (to_tsvector('english', text)) STORED"
+            ),
+            format!("CREATE INDEX ix_{table}_tsv ON {table} USING GIN (tsv)"),
+        ],
+        _ => vec![
+            format!(
+                "CREATE VIRTUAL TABLE {table}_fts USING fts5(text, content='{table}', \
+                 content_rowid='{id}', tokenize='porter unicode61 remove_diacritics 2')"
+            ),
+            format!(
+                "CREATE TRIGGER {table}_fts_insert AFTER INSERT ON {table} BEGIN \
+                 INSERT INTO {table}_fts(rowid, text) VALUES (new.{id}, new.text); END"
+            ),
+            format!(
+                "CREATE TRIGGER {table}_fts_delete AFTER DELETE ON {table} BEGIN \
+                 INSERT INTO {table}_fts({table}_fts, rowid, text) \
+                 VALUES ('delete', old.{id}, old.text); END"
+            ),
+        ],
+    };
+    for sql in statements {
+        m.get_connection().execute_unprepared(&sql).await?;
+    }
+    Ok(())
+}
+
 /// The migrations of voiceplane, in order.
 pub struct Migrator;
 
