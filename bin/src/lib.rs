@@ -22,6 +22,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod master_key;
 
 use std::fmt;
 use std::future::Future;
@@ -139,7 +140,8 @@ pub async fn migrate(config: &Config) -> Result<(), Error> {
 
 /// Builds the service: creates `storage.root` for the `fs` backend and opens the object
 /// storage (`storage.*`; nothing is contacted yet, `/readyz` does that), opens and migrates
-/// the database, and sets up JWT verification.
+/// the database, sets up JWT verification, and reads or generates the master key of the
+/// embedded default (see [`master_key`]) when `secrets.master_key` is unset.
 pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     let jwt = config.jwt_verifier()?;
     if config.storage.backend == StorageBackend::Fs {
@@ -160,7 +162,11 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
         })?;
     let repo = open_database(config).await?;
     let (voices, telephony, embedder) = upstreams(config)?;
-    let master_key = config.secrets.master_key_bytes()?;
+    let master_key = match (config.secrets.master_key_bytes()?, config.master_key_file()) {
+        (Some(key), _) => Some(key),
+        (None, Some(path)) => Some(master_key::load_or_create(&path)?),
+        (None, None) => None,
+    };
     // Recording URLs must verify on every instance: derive their key from the shared master
     // key; without one, a per-process key works for a single instance until it restarts.
     let signer = match &master_key {

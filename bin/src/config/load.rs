@@ -267,8 +267,8 @@ impl Config {
         if self.embeddings.base_url.is_none() && self.embeddings.api_key.is_some() {
             out.push("embeddings.api_key has no effect without embeddings.base_url: documents are indexed for lexical search only".to_owned());
         }
-        if self.secrets.master_key.is_none() {
-            out.push("secrets.master_key is not set: integrations with credentials cannot be stored (generate one with `openssl rand -base64 32`)".to_owned());
+        if self.secrets.master_key.is_none() && self.master_key_file().is_none() {
+            out.push("secrets.master_key is not set: integrations with credentials cannot be stored and recording links stop working on restart (generate one with `openssl rand -base64 32`)".to_owned());
         }
         out
     }
@@ -292,6 +292,16 @@ impl Config {
             Some(url) => url.trim().trim_end_matches('/').to_owned(),
             None => format!("http://{}", self.listen.trim()),
         }
+    }
+
+    /// Where the master key is kept when `secrets.master_key` is unset: `<storage.root>/.master-key`
+    /// on the `fs` backend with SQLite, one instance's own disk. `None` otherwise: with `s3`,
+    /// `memory` or Postgres several instances (or none) would share the key, so it must be set.
+    pub fn master_key_file(&self) -> Option<PathBuf> {
+        let single_box = self.secrets.master_key.is_none()
+            && self.storage.backend == StorageBackend::Fs
+            && self.database.url.trim_start().starts_with("sqlite:");
+        single_box.then(|| self.storage.root.join(crate::master_key::FILE_NAME))
     }
 
     /// The storage crate's database options.
@@ -400,8 +410,8 @@ mod tests {
 
     use figment::Jail;
 
-    use super::super::StorageBackend;
     use super::super::testing::{load, load_err, try_load};
+    use super::super::{Config, Secret, StorageBackend};
 
     #[test]
     fn toml_overrides_defaults() {
@@ -586,5 +596,32 @@ mod tests {
             assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_some());
             Ok(())
         });
+    }
+
+    #[test]
+    fn only_one_box_on_disk_generates_its_master_key() {
+        let warned = |c: &Config| {
+            c.warnings()
+                .iter()
+                .any(|w| w.contains("secrets.master_key"))
+        };
+        let c = Config::default();
+        let file = c.master_key_file().map(|p| p.display().to_string());
+        assert_eq!(file.as_deref(), Some("./voiceplane-data/.master-key"));
+        assert!(!warned(&c));
+        let mut set = Config::default();
+        set.secrets.master_key = Some(Secret::new("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="));
+        assert_eq!(set.master_key_file(), None);
+        assert!(!warned(&set));
+        let mut postgres = Config::default();
+        postgres.database.url = "postgres://app@db/vp".into();
+        let mut s3 = Config::default();
+        s3.storage.backend = StorageBackend::S3;
+        let mut memory = Config::default();
+        memory.storage.backend = StorageBackend::Memory;
+        for c in [postgres, s3, memory] {
+            assert_eq!(c.master_key_file(), None, "{c:?}");
+            assert!(warned(&c), "{c:?}");
+        }
     }
 }
