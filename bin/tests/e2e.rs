@@ -5,70 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_voiceplane");
+mod support;
 
-fn temp_dir() -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("voiceplane-e2e-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The binary with a clean environment except for what the test sets, run in `dir`.
-fn voiceplane(dir: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUST_LOG", "info");
-    cmd
-}
-
-/// Spawns `serve` on port 0 and returns the child, its base URL and the stream of its stderr.
-fn spawn_server(dir: &Path) -> (Child, String, mpsc::Receiver<String>) {
-    spawn_serve(voiceplane(dir))
-}
-
-/// Spawns `cmd serve` on port 0, like [`spawn_server`].
-fn spawn_serve(mut cmd: Command) -> (Child, String, mpsc::Receiver<String>) {
-    let mut child = cmd
-        .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let base = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the server logs its address");
-        if let Some(at) = line.find("listening on ") {
-            break line[at + "listening on ".len()..].trim().to_owned();
-        }
-    };
-    (child, base, rx)
-}
+use support::{spawn_serve, spawn_server, temp_dir, voiceplane};
 
 #[test]
 fn bootstrap_serve_read_back_and_stop() {
