@@ -12,7 +12,8 @@ use voiceplane_core::blob::BlobStore;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::{
-    ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document, s3_from_env,
+    ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document,
+    multipart_document_name_last, s3_from_env,
 };
 
 const LIMIT: u64 = 1024 * 1024;
@@ -379,6 +380,41 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         None,
         "{name}: file deleted with the document"
     );
+
+    // Generated clients send the file before its name: the name still counts, and is
+    // checked as one sent first.
+    let post = |(multipart, body): (String, Vec<u8>)| {
+        c.request(Method::POST, "/api/knowledge-base")
+            .header("Content-Type", multipart)
+            .body(body)
+            .send()
+    };
+    let resp = post(multipart_document_name_last(
+        "Menu",
+        "menu.pdf",
+        "application/pdf",
+        &file,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED, "{name}");
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["data"]["name"], "Menu", "{name}: {doc}");
+    assert_eq!(doc["data"]["size"], 5000, "{name}: {doc}");
+    let (multipart, body) = multipart_document(None, "menu.pdf", "application/pdf", &file);
+    let resp = post((multipart, body)).await.unwrap();
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["data"]["name"], "menu.pdf", "{name}: {doc}");
+    let too_long = "n".repeat(201);
+    let resp = post(multipart_document_name_last(
+        &too_long,
+        "long.pdf",
+        "application/pdf",
+        &file,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{name}");
     server.stop().await;
 }
 
