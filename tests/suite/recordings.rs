@@ -444,4 +444,77 @@ async fn recordings_on_every_store(ctx: &TestContext) {
     }
 }
 
-db_tests!(recordings_on_every_store);
+/// The content type of `sid`'s recording, from its stream link.
+async fn stored_type(c: &ApiCaller, sid: &str) -> Value {
+    let (status, link) = c
+        .send(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{link}");
+    link["data"]["content_type"].clone()
+}
+
+/// `application/octet-stream` uploads are WAV or MP3 by their first bytes, even when those
+/// arrive a byte at a time, and are stored whole; anything else is refused and stores nothing.
+async fn octet_stream_recordings_are_told_by_their_bytes(ctx: &TestContext) {
+    let signer = UrlSigner::new(b"test recording url key, 32 bytes");
+    let blobs: Arc<dyn BlobStore> = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
+    let server = TestServer::start_at(ctx, Default::default(), move |s, base| {
+        s.with_blobs(blobs).with_recording_urls(base, signer)
+    })
+    .await;
+    let boot = ctx.bootstrap("Acme").await;
+    let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
+    let octets = "application/octet-stream";
+
+    let junk = call(&c).await;
+    let (status, v) = upload(&c, &junk, octets, b"hello, not audio".to_vec()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["detail"], "the recording is neither WAV nor MP3");
+    let (status, v) = upload(&c, &junk, octets, Vec::new()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(download(&c, &junk).await.status(), StatusCode::NOT_FOUND);
+
+    let mut wav = b"RIFF\x24\x08\x00\x00WAVEfmt ".to_vec();
+    wav.extend(audio(4000, 5));
+    let mut id3 = b"ID3\x04\x00".to_vec();
+    id3.extend(audio(3000, 6));
+    let mut frames = vec![0xFF, 0xFB, 0x90, 0x64];
+    frames.extend(audio(3000, 8));
+    for (bytes, expected) in [
+        (&wav, "audio/wav"),
+        (&id3, "audio/mpeg"),
+        (&frames, "audio/mpeg"),
+    ] {
+        let sid = call(&c).await;
+        let (status, v) = upload(&c, &sid, octets, bytes.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{expected}: {v}");
+        assert_eq!(stored_type(&c, &sid).await, expected);
+    }
+
+    // The header split over many small chunks: still told apart, and every byte kept.
+    let sid = call(&c).await;
+    let mut chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        wav[..12].iter().map(|b| Ok(vec![*b])).collect();
+    chunks.push(Ok(wav[12..].to_vec()));
+    let resp = c
+        .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .header("Content-Type", octets)
+        .body(reqwest::Body::wrap_stream(tokio_stream(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(stored_type(&c, &sid).await, "audio/wav");
+    let body = download(&c, &sid).await.bytes().await.unwrap();
+    assert_eq!(body.as_ref(), wav.as_slice());
+    server.stop().await;
+}
+
+db_tests!(
+    recordings_on_every_store,
+    octet_stream_recordings_are_told_by_their_bytes
+);

@@ -252,11 +252,15 @@ fn request_body(input: &Input) -> Option<Value> {
             },
         }),
         Input::Audio => json!({
-            "description": "The recording's bytes, streamed.",
+            "description": "The recording's bytes, streamed. Sent as `application/octet-stream`, \
+                the format is told by the first bytes (`RIFF….WAVE` is WAV; an `ID3` tag or an \
+                MPEG frame sync is MP3); anything else is refused with 400 \
+                \"the recording is neither WAV nor MP3\".",
             "required": true,
             "content": {
                 "audio/wav": {"schema": binary("audio/wav")},
                 "audio/mpeg": {"schema": binary("audio/mpeg")},
+                "application/octet-stream": {"schema": binary("application/octet-stream")},
             },
         }),
     };
