@@ -2,7 +2,8 @@
 //! and S3 when `VOICEPLANE_TEST_S3_ENDPOINT` names a local S3-compatible server) and on
 //! SQLite and Postgres: upload, stream URL fetched without credentials (with `Range`), a
 //! tampered URL refused, download bytes and headers, failed uploads leaving the previous
-//! recording intact, and other organizations' calls not found.
+//! recording intact, `application/octet-stream` uploads told WAV or MP3 by their first
+//! bytes, and other organizations' calls not found.
 
 use std::sync::Arc;
 
