@@ -108,6 +108,7 @@ async fn run(ctx: &TestContext, name: &str) {
                 &admin,
                 NewDocument::File {
                     name: None,
+                    later_name: None,
                     filename: "manual.pdf".into(),
                     content_type: APPLICATION_PDF.into(),
                     body: Box::pin(Once(Some(pdf.clone()))),

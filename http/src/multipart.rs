@@ -1,6 +1,7 @@
 //! The body of `POST /api/knowledge-base`: JSON `{name, text}`, or `multipart/form-data` with a
 //! `file` part (streamed to the service, never buffered) and an optional `name` part before
-//! it.
+//! or after it. A `name` after the file is read once the file is stored, so generated clients
+//! that send the file first keep their name.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -9,7 +10,7 @@ use bytes::Bytes;
 use futures_core::Stream;
 use voiceplane_core::Error;
 use voiceplane_core::model::NewTextDocument;
-use voiceplane_core::service::NewDocument;
+use voiceplane_core::service::{LaterName, NewDocument};
 
 use crate::BoxError;
 use crate::body::{check_declared_length, media_type, read_json};
@@ -59,7 +60,8 @@ impl Extract for NewDocumentBody {
 
 impl NewDocumentBody {
     /// The service's input: the text, or the file part's stream with the `name` part read
-    /// before it. Unknown parts are skipped.
+    /// before it, or else read from the rest of the body once the file is stored. Unknown
+    /// parts are skipped.
     pub(crate) async fn into_input(self) -> Result<NewDocument, ApiError> {
         let mut multipart = match self {
             Self::Text(text) => return Ok(NewDocument::Text(text)),
@@ -90,11 +92,16 @@ impl NewDocumentBody {
                         .content_type()
                         .map(|m| m.to_string())
                         .unwrap_or_else(|| "application/octet-stream".to_owned());
+                    let later_name = match name {
+                        Some(_) => None,
+                        None => Some(Box::pin(name_after_file(multipart)) as LaterName),
+                    };
                     return Ok(NewDocument::File {
                         name,
+                        later_name,
                         filename,
                         content_type,
-                        body: Box::pin(FieldStream(field)),
+                        body: Box::pin(FieldStream(Some(field))),
                     });
                 }
                 _ => {}
@@ -103,14 +110,43 @@ impl NewDocumentBody {
     }
 }
 
-/// A multipart field as the core's byte stream.
-struct FieldStream(multer::Field<'static>);
+/// The first `name` part of what follows the `file` part, if any. Runs after the file stream
+/// has ended and been dropped, as multer reads one part at a time.
+async fn name_after_file(
+    mut multipart: multer::Multipart<'static>,
+) -> Result<Option<String>, Error> {
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| Error::invalid(format!("the multipart body is malformed: {e}")))?
+    {
+        if field.name() == Some("name") {
+            let text = field
+                .text()
+                .await
+                .map_err(|e| Error::invalid(format!("the `name` part is malformed: {e}")))?;
+            return Ok(Some(text));
+        }
+    }
+    Ok(None)
+}
+
+/// A multipart field as the core's byte stream. The field is let go as soon as it ends, so
+/// that the parts after it can be read even while the stream itself is still held.
+struct FieldStream(Option<multer::Field<'static>>);
 
 impl Stream for FieldStream {
     type Item = Result<Bytes, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.0).poll_next(cx).map(|item| {
+        let Some(field) = self.0.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(field).poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            self.0 = None;
+        }
+        polled.map(|item| {
             item.map(|r| {
                 r.map_err(|e| match e {
                     multer::Error::StreamReadFailed(inner) => match inner.downcast::<Error>() {

@@ -1,6 +1,12 @@
-//! The binary side of recordings: the raw audio body of an upload, the `Range` header of a
+//! The binary side of recordings: the raw audio body of an upload (its format declared, or
+//! told by its first bytes when sent as `application/octet-stream`), the `Range` header of a
 //! signed read, and the file answers (an attachment, or the whole file or a range of it).
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures_core::Stream;
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::json;
 use voiceplane_core::blob::{BlobRead, ByteStream, RangeRequest};
@@ -32,19 +38,90 @@ impl Extract for AudioUpload {
     async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let limit = cx.api.config.max_upload_bytes;
         body::check_declared_length(&cx.parts.headers, limit)?;
-        let format = body::media_type(&cx.parts.headers)
-            .and_then(|m| audio_format(&m.essence))
-            .ok_or_else(|| {
-                ApiError::unsupported_media_type(
-                    "recordings must be sent with Content-Type audio/wav or audio/mpeg",
-                )
-            })?;
+        let media = body::media_type(&cx.parts.headers);
+        let declared = media.as_ref().map(|m| m.essence.as_str());
         let stream = byte_stream(body.take().unwrap_or_default(), limit);
+        if declared == Some("application/octet-stream") {
+            return sniffed(stream).await;
+        }
+        let format = declared.and_then(audio_format).ok_or_else(|| {
+            ApiError::unsupported_media_type(
+                "recordings must be sent with Content-Type audio/wav, audio/mpeg or \
+                 application/octet-stream",
+            )
+        })?;
         Ok(Self { format, stream })
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
         spec.input = Input::Audio;
+    }
+}
+
+/// How many leading bytes tell WAV from MP3: `RIFF`, a 4-byte size, `WAVE`.
+const SNIFF_BYTES: usize = 12;
+
+/// The audio format of a file by its first bytes: a RIFF/WAVE header, or an ID3 tag or MPEG
+/// frame sync (11 set bits) at the start of an MP3.
+fn sniff(head: &[u8]) -> Option<AudioFormat> {
+    match head {
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'A',
+            b'V',
+            b'E',
+            ..,
+        ] => Some(AudioFormat::Wav),
+        [b'I', b'D', b'3', ..] => Some(AudioFormat::Mpeg),
+        [0xFF, second, ..] if second & 0xE0 == 0xE0 => Some(AudioFormat::Mpeg),
+        _ => None,
+    }
+}
+
+/// An `application/octet-stream` upload, its format told by its first bytes. Only the first
+/// chunks, up to [`SNIFF_BYTES`], are read before the format is known; they are passed on
+/// ahead of the rest, so the body is still streamed.
+async fn sniffed(mut stream: ByteStream) -> Result<AudioUpload, ApiError> {
+    let mut head = BytesMut::new();
+    while head.len() < SNIFF_BYTES {
+        match std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+            Some(chunk) => head.extend_from_slice(&chunk?),
+            None => break,
+        }
+    }
+    let format = sniff(&head)
+        .ok_or_else(|| ApiError::bad_request("the recording is neither WAV nor MP3"))?;
+    Ok(AudioUpload {
+        format,
+        stream: Box::pin(Prepended {
+            head: Some(head.freeze()),
+            rest: stream,
+        }),
+    })
+}
+
+/// `head`, then the rest of the stream it was read from.
+struct Prepended {
+    head: Option<Bytes>,
+    rest: ByteStream,
+}
+
+impl Stream for Prepended {
+    type Item = voiceplane_core::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.head.take().filter(|h| !h.is_empty()) {
+            Some(head) => Poll::Ready(Some(Ok(head))),
+            None => self.rest.as_mut().poll_next(cx),
+        }
     }
 }
 
@@ -114,5 +191,27 @@ impl Reply for RangeRead {
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
         spec.output = Output::AudioRange;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wav_and_mp3_are_told_by_their_first_bytes() {
+        assert_eq!(
+            sniff(b"RIFF\x24\x08\x00\x00WAVEfmt "),
+            Some(AudioFormat::Wav)
+        );
+        assert_eq!(sniff(b"ID3\x04\x00"), Some(AudioFormat::Mpeg));
+        assert_eq!(sniff(&[0xFF, 0xFB, 0x90]), Some(AudioFormat::Mpeg));
+        assert_eq!(sniff(&[0xFF, 0xE3]), Some(AudioFormat::Mpeg));
+        // A RIFF file that is not WAVE (an AVI), a short header, junk, nothing.
+        assert_eq!(sniff(b"RIFF\x24\x08\x00\x00AVI LIST"), None);
+        assert_eq!(sniff(b"RIFF\x24\x08"), None);
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF]), None);
+        assert_eq!(sniff(b"hello"), None);
+        assert_eq!(sniff(b""), None);
     }
 }

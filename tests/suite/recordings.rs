@@ -2,7 +2,8 @@
 //! and S3 when `VOICEPLANE_TEST_S3_ENDPOINT` names a local S3-compatible server) and on
 //! SQLite and Postgres: upload, stream URL fetched without credentials (with `Range`), a
 //! tampered URL refused, download bytes and headers, failed uploads leaving the previous
-//! recording intact, and other organizations' calls not found.
+//! recording intact, `application/octet-stream` uploads told WAV or MP3 by their first
+//! bytes, and other organizations' calls not found.
 
 use std::sync::Arc;
 
@@ -12,7 +13,8 @@ use voiceplane_core::blob::BlobStore;
 use voiceplane_core::signing::UrlSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::{
-    ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document, s3_from_env,
+    ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document,
+    multipart_document_name_last, s3_from_env,
 };
 
 const LIMIT: u64 = 1024 * 1024;
@@ -379,6 +381,41 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         None,
         "{name}: file deleted with the document"
     );
+
+    // Generated clients send the file before its name: the name still counts, and is
+    // checked as one sent first.
+    let post = |(multipart, body): (String, Vec<u8>)| {
+        c.request(Method::POST, "/api/knowledge-base")
+            .header("Content-Type", multipart)
+            .body(body)
+            .send()
+    };
+    let resp = post(multipart_document_name_last(
+        "Menu",
+        "menu.pdf",
+        "application/pdf",
+        &file,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED, "{name}");
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["data"]["name"], "Menu", "{name}: {doc}");
+    assert_eq!(doc["data"]["size"], 5000, "{name}: {doc}");
+    let (multipart, body) = multipart_document(None, "menu.pdf", "application/pdf", &file);
+    let resp = post((multipart, body)).await.unwrap();
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["data"]["name"], "menu.pdf", "{name}: {doc}");
+    let too_long = "n".repeat(201);
+    let resp = post(multipart_document_name_last(
+        &too_long,
+        "long.pdf",
+        "application/pdf",
+        &file,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{name}");
     server.stop().await;
 }
 
@@ -408,4 +445,77 @@ async fn recordings_on_every_store(ctx: &TestContext) {
     }
 }
 
-db_tests!(recordings_on_every_store);
+/// The content type of `sid`'s recording, from its stream link.
+async fn stored_type(c: &ApiCaller, sid: &str) -> Value {
+    let (status, link) = c
+        .send(
+            Method::GET,
+            &format!("/api/calls/{sid}/recording/stream"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{link}");
+    link["data"]["content_type"].clone()
+}
+
+/// `application/octet-stream` uploads are WAV or MP3 by their first bytes, even when those
+/// arrive a byte at a time, and are stored whole; anything else is refused and stores nothing.
+async fn octet_stream_recordings_are_told_by_their_bytes(ctx: &TestContext) {
+    let signer = UrlSigner::new(b"test recording url key, 32 bytes");
+    let blobs: Arc<dyn BlobStore> = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
+    let server = TestServer::start_at(ctx, Default::default(), move |s, base| {
+        s.with_blobs(blobs).with_recording_urls(base, signer)
+    })
+    .await;
+    let boot = ctx.bootstrap("Acme").await;
+    let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
+    let octets = "application/octet-stream";
+
+    let junk = call(&c).await;
+    let (status, v) = upload(&c, &junk, octets, b"hello, not audio".to_vec()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["detail"], "the recording is neither WAV nor MP3");
+    let (status, v) = upload(&c, &junk, octets, Vec::new()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(download(&c, &junk).await.status(), StatusCode::NOT_FOUND);
+
+    let mut wav = b"RIFF\x24\x08\x00\x00WAVEfmt ".to_vec();
+    wav.extend(audio(4000, 5));
+    let mut id3 = b"ID3\x04\x00".to_vec();
+    id3.extend(audio(3000, 6));
+    let mut frames = vec![0xFF, 0xFB, 0x90, 0x64];
+    frames.extend(audio(3000, 8));
+    for (bytes, expected) in [
+        (&wav, "audio/wav"),
+        (&id3, "audio/mpeg"),
+        (&frames, "audio/mpeg"),
+    ] {
+        let sid = call(&c).await;
+        let (status, v) = upload(&c, &sid, octets, bytes.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{expected}: {v}");
+        assert_eq!(stored_type(&c, &sid).await, expected);
+    }
+
+    // The header split over many small chunks: still told apart, and every byte kept.
+    let sid = call(&c).await;
+    let mut chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        wav[..12].iter().map(|b| Ok(vec![*b])).collect();
+    chunks.push(Ok(wav[12..].to_vec()));
+    let resp = c
+        .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
+        .header("Content-Type", octets)
+        .body(reqwest::Body::wrap_stream(tokio_stream(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(stored_type(&c, &sid).await, "audio/wav");
+    let body = download(&c, &sid).await.bytes().await.unwrap();
+    assert_eq!(body.as_ref(), wav.as_slice());
+    server.stop().await;
+}
+
+db_tests!(
+    recordings_on_every_store,
+    octet_stream_recordings_are_told_by_their_bytes
+);

@@ -145,19 +145,47 @@ pub fn multipart_document(
     content_type: &str,
     bytes: &[u8],
 ) -> (String, Vec<u8>) {
+    multipart_parts(name, true, filename, content_type, bytes)
+}
+
+/// A knowledge-base upload with the `file` part first and the `name` part after it, as many
+/// generated clients send it.
+pub fn multipart_document_name_last(
+    name: &str,
+    filename: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> (String, Vec<u8>) {
+    multipart_parts(Some(name), false, filename, content_type, bytes)
+}
+
+fn multipart_parts(
+    name: Option<&str>,
+    name_first: bool,
+    filename: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> (String, Vec<u8>) {
     let boundary = "voiceplane-test-boundary-7MA4YWxkTrZu0gW";
-    let mut body = String::new();
-    if let Some(name) = name {
-        body.push_str(&format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n"
-        ));
+    let name_part = name.map(|name| {
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n")
+    });
+    let mut body = Vec::new();
+    if name_first && let Some(part) = &name_part {
+        body.extend_from_slice(part.as_bytes());
     }
-    body.push_str(&format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
-         Content-Type: {content_type}\r\n\r\n"
-    ));
-    let mut body = body.into_bytes();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
     body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    body.extend_from_slice(b"\r\n");
+    if !name_first && let Some(part) = &name_part {
+        body.extend_from_slice(part.as_bytes());
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
 }

@@ -43,8 +43,8 @@ mod server;
 mod upstreams;
 
 pub use builders::{
-    agent_body, body, call_body, merged, multipart_document, new_agent, new_call, new_tool,
-    phone_number_body, tool_body, twilio_body,
+    agent_body, body, call_body, merged, multipart_document, multipart_document_name_last,
+    new_agent, new_call, new_tool, phone_number_body, tool_body, twilio_body,
 };
 pub use caller::{AnswerCheck, ApiCaller, fields, keys, read_json};
 pub use context::{

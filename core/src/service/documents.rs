@@ -12,14 +12,21 @@ use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
 
+/// A document name that arrives after the file it names, as in a multipart body whose `name`
+/// part follows its `file` part; resolved once the file is stored. `None` means no name came.
+pub type LaterName = std::pin::Pin<Box<dyn Future<Output = Result<Option<String>>> + Send>>;
+
 /// A new knowledge-base document: text, or an uploaded file streamed from the caller.
 pub enum NewDocument {
     /// Text sent as it is.
     Text(NewTextDocument),
     /// An uploaded file.
     File {
-        /// The document's name; the file name when `None`.
+        /// The document's name, when known before the file; see `later_name` otherwise.
         name: Option<String>,
+        /// Where the name comes from when it follows the file; used only when `name` is
+        /// `None`. The file name is the name when neither gives one.
+        later_name: Option<LaterName>,
         /// The file name the caller gave.
         filename: String,
         /// The file's media type, as declared.
@@ -29,6 +36,16 @@ pub enum NewDocument {
     },
 }
 
+/// Where an uploaded file's document name comes from.
+pub enum DocumentName {
+    /// Given before the file.
+    Given(String),
+    /// The file name, as none is given.
+    FileName,
+    /// Given after the file, if at all; the file name when it resolves to `None`.
+    Later(LaterName),
+}
+
 impl Service {
     /// Stores a new document, text or file, pending processing.
     pub async fn document_create(&self, actor: &Actor, input: NewDocument) -> Result<Document> {
@@ -36,11 +53,16 @@ impl Service {
             NewDocument::Text(text) => self.document_create_text(actor, text).await,
             NewDocument::File {
                 name,
+                later_name,
                 filename,
                 content_type,
                 body,
             } => {
-                self.document_create_file(actor, name.as_deref(), &filename, &content_type, body)
+                let name = match name {
+                    Some(name) => DocumentName::Given(name),
+                    None => later_name.map_or(DocumentName::FileName, DocumentName::Later),
+                };
+                self.document_create_file(actor, name, &filename, &content_type, body)
                     .await
             }
         }
@@ -87,17 +109,19 @@ impl Service {
     }
 
     /// Stores an uploaded file, streamed into the blob store, as a document pending
-    /// processing. The row is written only after the whole file is stored.
+    /// processing. The row is written only after the whole file is stored, so a name that
+    /// follows the file still names it.
     pub async fn document_create_file(
         &self,
         actor: &Actor,
-        name: Option<&str>,
+        name: DocumentName,
         filename: &str,
         content_type: &str,
         body: crate::blob::ByteStream,
     ) -> Result<Document> {
         actor.require(Permission::KbWrite)?;
         let filename = validate::text("filename", filename, 255)?;
+        let mut later_name = None;
         // The stored name keeps only what is safe in any object store key.
         let safe: String = filename
             .chars()
@@ -109,7 +133,15 @@ impl Service {
                 }
             })
             .collect();
-        let name = validate::text("name", name.unwrap_or(&filename), 200)?;
+        // A name known now is refused before a byte is stored.
+        let name = match name {
+            DocumentName::Given(name) => Some(validate::text("name", &name, 200)?),
+            DocumentName::FileName => Some(validate::text("name", &filename, 200)?),
+            DocumentName::Later(later) => {
+                later_name = Some(later);
+                None
+            }
+        };
         // Refused before a byte is stored. What the file is read as is what is recorded, so
         // that a client that sends every file as `application/octet-stream` still gets the
         // type its extension says.
@@ -126,6 +158,26 @@ impl Service {
         let id = self.id(IdKind::Document);
         let key = format!("knowledge-base/{}/{id}/{safe}", actor.organization_id);
         let size = blobs.put(&key, &content_type, body).await?;
+        let name = match (name, later_name) {
+            (Some(name), _) => name,
+            (None, later) => {
+                let later = match later {
+                    Some(later) => later.await,
+                    None => Ok(None),
+                };
+                let named = later
+                    .and_then(|n| validate::text("name", n.as_deref().unwrap_or(&filename), 200));
+                match named {
+                    Ok(name) => name,
+                    Err(e) => {
+                        // No row will point at the file: remove it rather than leave it
+                        // orphaned.
+                        let _ = blobs.delete(&key).await;
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let now = self.now();
         let doc = Document {
             documentation_id: id,

@@ -28,7 +28,7 @@ mod calls;
 mod deliveries;
 pub use deliveries::DEFAULT_RETRY_SCHEDULE;
 mod documents;
-pub use documents::NewDocument;
+pub use documents::{DocumentName, LaterName, NewDocument};
 mod events;
 mod integrations;
 mod jobs;

@@ -19,15 +19,18 @@
 //!   serde attributes (renames, `skip_serializing`, `flatten`, `deny_unknown_fields`, `Option`
 //!   as `null`). Response types are generated under the serialize contract, request bodies
 //!   under the deserialize contract. JSON Schema 2020-12 is the dialect of OpenAPI 3.1, so the
-//!   schemas are used as they are.
+//!   schemas are used as they are, except that an enum written as a `oneOf` of `const`s
+//!   becomes an `enum` (`generators.rs`), the form code generators read.
 //! - The security schemes, the shared headers and the error statuses' descriptions are written
-//!   here by hand; which error statuses an operation has follows [`crate::status_for`] and
+//!   here by hand, as is `servers` (`/`: the server that answers this document); which error
+//!   statuses an operation has follows [`crate::status_for`] and
 //!   the adapter's own checks (`http/README.md`).
 //!
 //! The document is built once, on first use, and served as bytes. The workspace's suite
 //! checks it against the route table and validates real responses of a scenario against the
 //! schemas it declares.
 
+mod generators;
 mod paths;
 mod spec;
 mod webhooks;
@@ -128,7 +131,7 @@ fn build() -> Built {
         );
     }
 
-    let document = json!({
+    let mut document = json!({
         "openapi": OPENAPI_VERSION,
         "info": {
             "title": "voiceplane",
@@ -158,6 +161,10 @@ fn build() -> Built {
             {"name": "health", "description": "Liveness and readiness."},
             {"name": "meta", "description": "This document."},
         ],
+        "servers": [{
+            "url": "/",
+            "description": "The server that serves this document; the API is under `/api`.",
+        }],
         "security": [{"ApiKey": []}, {"Bearer": []}],
         "paths": paths,
         "webhooks": webhooks,
@@ -216,6 +223,7 @@ fn build() -> Built {
             },
         },
     });
+    generators::enums_for_generators(&mut document);
     Built { document, problems }
 }
 

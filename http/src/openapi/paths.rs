@@ -140,6 +140,12 @@ pub(super) fn response_object(
     json!({"description": description, "headers": hs, "content": content})
 }
 
+/// The schema of raw bytes of `media_type`. `format: binary` is what code generators read
+/// (as a file or byte stream); `contentMediaType` is the JSON Schema 2020-12 form of the same.
+fn binary(media_type: &str) -> Value {
+    json!({"type": "string", "format": "binary", "contentMediaType": media_type})
+}
+
 pub(super) fn json_content(schema: Value) -> Value {
     json!({"application/json": {"schema": schema}})
 }
@@ -148,8 +154,8 @@ pub(super) fn json_content(schema: Value) -> Value {
 fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String, Value> {
     let mut out = Map::new();
     let audio = json!({
-        "audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}},
-        "audio/mpeg": {"schema": {"type": "string", "contentMediaType": "audio/mpeg"}},
+        "audio/wav": {"schema": binary("audio/wav")},
+        "audio/mpeg": {"schema": binary("audio/mpeg")},
     });
     match &op.output {
         Output::Json {
@@ -167,7 +173,7 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
                 "200".to_owned(),
                 response_object(
                     "The recording's bytes, as an attachment named `recording_<to_number>.wav`.",
-                    json!({"audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}}}),
+                    json!({"audio/wav": {"schema": binary("audio/wav")}}),
                     &[
                         ("Content-Disposition", "ContentDisposition"),
                         ("Content-Length", "ContentLength"),
@@ -232,6 +238,7 @@ fn request_body(input: &Input) -> Option<Value> {
                         "properties": {
                             "file": {
                                 "type": "string",
+                                "format": "binary",
                                 "contentMediaType": "application/octet-stream",
                                 "description": "The file; its name and type are taken from the part.",
                             },
@@ -245,11 +252,15 @@ fn request_body(input: &Input) -> Option<Value> {
             },
         }),
         Input::Audio => json!({
-            "description": "The recording's bytes, streamed.",
+            "description": "The recording's bytes, streamed. Sent as `application/octet-stream`, \
+                the format is told by the first bytes (`RIFF….WAVE` is WAV; an `ID3` tag or an \
+                MPEG frame sync is MP3); anything else is refused with 400 \
+                \"the recording is neither WAV nor MP3\".",
             "required": true,
             "content": {
-                "audio/wav": {"schema": {"type": "string", "contentMediaType": "audio/wav"}},
-                "audio/mpeg": {"schema": {"type": "string", "contentMediaType": "audio/mpeg"}},
+                "audio/wav": {"schema": binary("audio/wav")},
+                "audio/mpeg": {"schema": binary("audio/mpeg")},
+                "application/octet-stream": {"schema": binary("application/octet-stream")},
             },
         }),
     };

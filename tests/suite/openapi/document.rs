@@ -290,3 +290,59 @@ async fn every_route_is_documented_and_nothing_else() {
     let kb = &served["paths"]["/api/knowledge-base"]["post"]["requestBody"]["content"];
     assert!(kb["application/json"].is_object() && kb["multipart/form-data"].is_object());
 }
+
+/// Every `oneOf` in `value` whose alternatives are all `const` schemas, by where it is.
+fn const_one_ofs(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(alts)) = map.get("oneOf")
+                && alts.iter().all(|a| a.get("const").is_some())
+            {
+                found.push(at.to_owned());
+            }
+            for (k, v) in map {
+                const_one_ofs(v, &format!("{at}/{k}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                const_one_ofs(v, &format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_document_suits_code_generators() {
+    let doc = document();
+
+    // Enums are `enum`s, not unions of constants, and keep their values' descriptions.
+    let mut found = Vec::new();
+    const_one_ofs(doc, "#", &mut found);
+    assert!(found.is_empty(), "oneOf of consts at {found:#?}");
+    let status = &doc["components"]["schemas"]["CallStatus"];
+    assert_eq!(status["type"], "string", "{status}");
+    let values = status["enum"].as_array().expect("CallStatus has an enum");
+    assert!(values.contains(&json!("completed")), "{status}");
+
+    // Raw bytes are `format: binary`, in and out.
+    let recording =
+        &doc["paths"]["/api/calls/{call_sid}/recording"]["put"]["requestBody"]["content"];
+    let file = &doc["paths"]["/api/knowledge-base"]["post"]["requestBody"]["content"]["multipart/form-data"]
+        ["schema"]["properties"]["file"];
+    let download = &doc["paths"]["/api/calls/{call_sid}/recording/download"]["get"]["responses"]["200"]
+        ["content"]["audio/wav"]["schema"];
+    for (what, schema) in [
+        ("recording upload (WAV)", &recording["audio/wav"]["schema"]),
+        ("recording upload (MP3)", &recording["audio/mpeg"]["schema"]),
+        ("knowledge-base file part", file),
+        ("recording download", download),
+    ] {
+        assert_eq!(schema["type"], "string", "{what}: {schema}");
+        assert_eq!(schema["format"], "binary", "{what}: {schema}");
+    }
+
+    // Where to send requests: the server that serves the document.
+    assert_eq!(doc["servers"][0]["url"], "/", "{}", doc["servers"]);
+}
