@@ -26,6 +26,9 @@ pub fn status_for(err: &Error) -> StatusCode {
     }
 }
 
+/// Seconds a client should wait before retrying a 503.
+pub(crate) const RETRY_AFTER_SECS: u32 = 5;
+
 /// A failed request as the adapter answers it: a status and a sentence safe to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ApiError {
@@ -49,12 +52,15 @@ pub(crate) fn payload_too_large(limit: u64) -> Error {
 }
 
 impl ApiError {
-    /// An error with this status and detail.
+    /// An error with this status and detail; a 503 says when to try again (`Retry-After`), so
+    /// that clients and load balancers back off instead of hammering a backend that is down.
     pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        let header = (status == StatusCode::SERVICE_UNAVAILABLE)
+            .then(|| (header::RETRY_AFTER, RETRY_AFTER_SECS.to_string()));
         Self {
             status,
             detail: detail.into(),
-            header: None,
+            header,
         }
     }
 
@@ -152,6 +158,17 @@ fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_503_says_when_to_retry() {
+        let unavailable = ApiError::from(Error::Unavailable("db".into())).into_response();
+        assert_eq!(
+            unavailable.headers().get(header::RETRY_AFTER).unwrap(),
+            &RETRY_AFTER_SECS.to_string()
+        );
+        let invalid = ApiError::from(Error::InvalidInput("x".into())).into_response();
+        assert!(invalid.headers().get(header::RETRY_AFTER).is_none());
+    }
 
     #[test]
     fn every_variant_has_its_status() {

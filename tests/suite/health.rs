@@ -20,16 +20,25 @@ async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
     let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
     // Closing the pool makes every query fail as an unreachable database would.
     ctx.repo.connection().clone().close().await.unwrap();
-    let (status, v) = read_json(
-        http_client()
-            .get(server.url("/readyz"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let resp = http_client()
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()["retry-after"],
+        "5",
+        "every 503 says when to retry"
+    );
+    let (status, v) = read_json(resp).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
-    let (status, v) = c.get("/api/calls").await;
+    let resp = c
+        .request(reqwest::Method::GET, "/api/calls")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["retry-after"], "5");
+    let (status, v) = read_json(resp).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
     let detail = v["detail"].as_str().unwrap();
     assert!(detail.contains("database"), "{detail}");
