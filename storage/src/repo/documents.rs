@@ -3,8 +3,7 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
@@ -15,7 +14,7 @@ use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::DocumentRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{agents, all, chunks, jobs, keyset, lock_org, one, record_event};
+use super::{agents, all, chunks, jobs, keyset, lock_org, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::{chunk, document};
@@ -86,7 +85,9 @@ impl DocumentRepository for SeaRepository {
     }
 
     async fn document_get(&self, organization_id: &str, id: &str) -> Result<Option<Document>> {
-        find(&self.db, organization_id, id).await
+        Ok(find(&self.db, organization_id, id)
+            .await?
+            .map(|(doc, _)| doc))
     }
 
     async fn document_list(
@@ -133,10 +134,9 @@ impl DocumentRepository for SeaRepository {
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         lock_org(&txn, organization_id).await?;
-        let Some(doc) = find(&txn, organization_id, id).await? else {
+        let Some((doc, owner)) = find(&txn, organization_id, id).await? else {
             return Ok(None);
         };
-        let owner = processing_job(&txn, id).await?;
         // Chunks first: their full-text index is kept by triggers on their own deletes.
         chunk::Entity::delete_many()
             .filter(chunk::Column::DocumentationId.eq(id))
@@ -167,10 +167,10 @@ impl DocumentRepository for SeaRepository {
         if !take_document(&txn, id, None).await? {
             return Ok(None);
         }
-        let Some(mut doc) = find(&txn, organization_id, id).await? else {
+        let Some((mut doc, owner)) = find(&txn, organization_id, id).await? else {
             return Ok(None);
         };
-        if let Some(previous) = processing_job(&txn, id).await? {
+        if let Some(previous) = owner {
             jobs::cancel(&txn, &previous).await?;
         }
         doc.processing_status = ProcessingStatus::Pending;
@@ -326,29 +326,21 @@ async fn take_document<C: ConnectionTrait>(db: &C, id: &str, job_id: Option<&str
     Ok(done.rows_affected > 0)
 }
 
-/// The document, if it is the organization's.
+/// The document, if it is the organization's, with the job that owns its processing: one
+/// read of the row.
 async fn find<C: ConnectionTrait>(
     db: &C,
     organization_id: &str,
     id: &str,
-) -> Result<Option<Document>> {
-    one(
-        db,
-        document::Entity::find_by_id(id.to_owned())
-            .filter(document::Column::OrganizationId.eq(organization_id)),
-        document_from,
-    )
-    .await
-}
-
-/// The job that owns the document's processing, if any.
-async fn processing_job<C: ConnectionTrait>(db: &C, id: &str) -> Result<Option<String>> {
-    let owner: Option<Option<String>> = document::Entity::find_by_id(id.to_owned())
-        .select_only()
-        .column(document::Column::ProcessingJob)
-        .into_tuple()
+) -> Result<Option<(Document, Option<String>)>> {
+    let Some(row) = document::Entity::find_by_id(id.to_owned())
+        .filter(document::Column::OrganizationId.eq(organization_id))
         .one(db)
         .await
-        .map_err(db_err)?;
-    Ok(owner.flatten())
+        .map_err(db_err)?
+    else {
+        return Ok(None);
+    };
+    let owner = row.processing_job.clone();
+    Ok(Some((document_from(row)?, owner)))
 }
