@@ -5,6 +5,7 @@
 //! creating or reprocessing a document writes a new job in the same transaction, and a job
 //! that no longer owns its document (deleted, or reprocessed while it ran) writes nothing.
 
+use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,14 +212,16 @@ impl Service {
             .map(|(i, c)| (f64::from(cosine(&q, &c.embedding).max(0.0)), i))
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let similarity = |doc: &str, idx: i64| {
-            ranked
-                .iter()
-                .find(|(_, i)| stored[*i].documentation_id == doc && stored[*i].chunk_index == idx)
-                .map(|(s, _)| *s)
-        };
+        // One lookup per lexical hit, not a scan of every stored chunk.
+        let similarity: HashMap<(&str, i64), f64> = ranked
+            .iter()
+            .map(|(s, i)| {
+                let c = &stored[*i];
+                ((c.documentation_id.as_str(), c.chunk_index), *s)
+            })
+            .collect();
         for hit in hits.iter_mut() {
-            if let Some(s) = similarity(&hit.documentation_id, hit.chunk_index) {
+            if let Some(s) = similarity.get(&(hit.documentation_id.as_str(), hit.chunk_index)) {
                 hit.score = (hit.score + s) / 2.0;
             }
         }
