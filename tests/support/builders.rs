@@ -71,6 +71,19 @@ impl TestContext {
         self.actor(&boot.organization_id, &boot.api_key).await
     }
 
+    /// A queued call of a new agent "Caller" in `admin`'s organization.
+    pub async fn call_of_new_agent(&self, admin: &Actor) -> voiceplane_core::model::Call {
+        let agent = self
+            .service
+            .agent_create(admin, new_agent("Caller"))
+            .await
+            .expect("the agent is created");
+        self.service
+            .call_create(admin, new_call(&agent.agent_id))
+            .await
+            .expect("the call is created")
+    }
+
     /// A new key `k` of `role` in `admin`'s organization, created by `admin`, and the actor
     /// behind it.
     pub async fn key_with_role(&self, admin: &Actor, role: Role) -> (CreatedApiKey, Actor) {

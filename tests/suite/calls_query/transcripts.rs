@@ -45,16 +45,7 @@ async fn transcript(
 
 async fn messages_are_appended_numbered_and_listed_in_order(ctx: &TestContext) {
     let admin = ctx.admin("Acme").await;
-    let agent = ctx
-        .service
-        .agent_create(&admin, new_agent("Caller"))
-        .await
-        .unwrap();
-    let call = ctx
-        .service
-        .call_create(&admin, new_call(&agent.agent_id))
-        .await
-        .unwrap();
+    let call = ctx.call_of_new_agent(&admin).await;
     let sid = call.call_sid.clone();
     let first: NewMessages = body(json!({"messages": [
         {"role": "agent", "text": "Hello, how can I help?", "start_ms": 0, "end_ms": 1200},
@@ -199,16 +190,7 @@ async fn messages_are_appended_numbered_and_listed_in_order(ctx: &TestContext) {
 
 async fn parallel_appends_take_every_seq_once(ctx: &TestContext) {
     let admin = ctx.admin("Acme").await;
-    let agent = ctx
-        .service
-        .agent_create(&admin, new_agent("Caller"))
-        .await
-        .unwrap();
-    let call = ctx
-        .service
-        .call_create(&admin, new_call(&agent.agent_id))
-        .await
-        .unwrap();
+    let call = ctx.call_of_new_agent(&admin).await;
     let service = Arc::clone(&ctx.service);
     let tasks: Vec<_> = (0..20)
         .map(|i| {
