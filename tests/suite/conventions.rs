@@ -348,6 +348,95 @@ async fn etags_answer_304_and_412(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// For every resource that can be updated, the tag of the PATCH's answer is the one the GET
+/// right after gives, and a `If-Match` with it passes: the two answers are the same bytes.
+async fn a_patch_answers_the_tag_a_get_gives(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    let agent = c.create("/api/agents", agent_body("Desk")).await;
+    let agent_id = agent["agent_id"].as_str().unwrap();
+    let call = c.create("/api/calls", call_body(agent_id)).await;
+    let tool = c.create("/api/tools", tool_body("lookup")).await;
+    let document = c
+        .create(
+            "/api/knowledge-base",
+            json!({"name": "FAQ", "text": "Nine."}),
+        )
+        .await;
+    let integration = c
+        .create(
+            "/api/integrations",
+            twilio_body("Main", "AC00000000000000000000000000000001", "token"),
+        )
+        .await;
+    let number = c
+        .create("/api/phone-numbers", phone_number_body("+14155550100"))
+        .await;
+    let webhook = c
+        .create(
+            "/api/webhooks",
+            json!({"url": "https://hooks.example.com/vp", "events": ["*"]}),
+        )
+        .await;
+    let id = |v: &Value, field: &str| v[field].as_str().unwrap().to_owned();
+    let cases = [
+        (
+            format!("/api/calls/{}", id(&call, "call_sid")),
+            json!({"status": "completed", "start_time": "2026-01-01T00:00:00Z",
+                   "end_time": "2026-01-01T00:01:30Z", "total_cost": 1.1, "turn_count": 4}),
+        ),
+        (
+            format!("/api/tools/{}", id(&tool, "tool_id")),
+            json!({"timeout_seconds": 20, "headers": {"X-B": "2", "X-A": "1"}}),
+        ),
+        (
+            format!("/api/knowledge-base/{}", id(&document, "documentation_id")),
+            json!({"name": "Opening hours"}),
+        ),
+        (
+            format!("/api/integrations/{}", id(&integration, "integration_id")),
+            json!({"name": "Main line"}),
+        ),
+        (
+            format!("/api/phone-numbers/{}", id(&number, "phone_number_id")),
+            json!({"assigned_agent_id": agent_id}),
+        ),
+        (
+            format!("/api/webhooks/{}", id(&webhook, "webhook_id")),
+            json!({"events": ["tool.created", "agent.updated"], "description": "some"}),
+        ),
+        (
+            format!("/api/agents/{agent_id}"),
+            json!({"llm_temperature": 0.3, "system_prompt": "Be kind."}),
+        ),
+        (
+            "/api/organization/settings".to_owned(),
+            json!({"call_retention_days": 400}),
+        ),
+    ];
+    for (path, change) in cases {
+        let url = server.url(&path);
+        let before = send(&c, Method::GET, &url, &[], None).await.etag();
+        let patched = send(
+            &c,
+            Method::PATCH,
+            &url,
+            &[("if-match", &before)],
+            Some(change),
+        )
+        .await;
+        assert_eq!(patched.status, StatusCode::OK, "{path}: {}", patched.json());
+        assert_ne!(patched.etag(), before, "{path}");
+        let viewed = send(&c, Method::GET, &url, &[], None).await;
+        assert_eq!(
+            viewed.bytes, patched.bytes,
+            "{path}: the PATCH answers what GET shows"
+        );
+        assert_eq!(viewed.etag(), patched.etag(), "{path}");
+    }
+    server.stop().await;
+}
+
 /// Headers that differ between two answers for reasons of their own.
 fn comparable(headers: &HeaderMap) -> Vec<(String, HeaderValue)> {
     let mut out: Vec<(String, HeaderValue)> = headers
@@ -442,6 +531,7 @@ async fn one_api_key_is_shown_without_its_secret(ctx: &TestContext) {
 db_tests!(
     every_201_has_a_location_that_resolves,
     etags_answer_304_and_412,
+    a_patch_answers_the_tag_a_get_gives,
     head_is_get_without_the_body,
     one_api_key_is_shown_without_its_secret,
 );
