@@ -45,11 +45,13 @@ pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Resp
 
 /// The answer to a `HEAD`: `response` with the same status and headers and no body, its
 /// `Content-Length` that of the body a `GET` would have sent, when that length is known
-/// (RFC 9110 §9.3.2). hyper keeps such a header on a body-less answer to `HEAD`.
+/// (RFC 9110 §9.3.2). hyper keeps such a header on a body-less answer to `HEAD`. A 304 gets
+/// none: its length would have to be that of the 200 it stands for (§8.6).
 pub(crate) fn without_body(response: Response<ResponseBody>) -> Response<ResponseBody> {
     use http_body::Body as _;
     let (mut parts, body) = response.into_parts();
     if let Some(length) = body.size_hint().exact()
+        && parts.status != StatusCode::NOT_MODIFIED
         && !parts.headers.contains_key(header::CONTENT_LENGTH)
     {
         parts

@@ -193,6 +193,15 @@ async fn etags_answer_304_and_412(ctx: &TestContext) {
         assert_eq!(r.etag(), etag);
         assert!(r.bytes.is_empty());
     }
+    let head = send(&c, Method::HEAD, &url, &[("if-none-match", &etag)], None).await;
+    assert_eq!(
+        (head.status, head.etag()),
+        (StatusCode::NOT_MODIFIED, etag.clone())
+    );
+    assert!(
+        head.headers.get("content-length").is_none_or(|l| l != "0"),
+        "a 304 never claims an empty representation"
+    );
     let r = send(
         &c,
         Method::GET,
