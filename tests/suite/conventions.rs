@@ -446,6 +446,45 @@ async fn a_patch_answers_the_tag_a_get_gives(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// Clients racing to update one resource with the same tag: exactly one wins, the others get
+/// 412 (the check and the write of conditional requests are serialized per resource).
+async fn one_of_racing_conditional_writers_wins(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    let agent = c.create("/api/agents", agent_body("Desk")).await;
+    let url = server.url(&format!(
+        "/api/agents/{}",
+        agent["agent_id"].as_str().unwrap()
+    ));
+    let etag = send(&c, Method::GET, &url, &[], None).await.etag();
+    let writers = (0..6).map(|i| {
+        let (c, url, etag) = (c.clone(), url.clone(), etag.clone());
+        tokio::spawn(async move {
+            let rename = json!({"agent_name": format!("Writer {i}")});
+            send(
+                &c,
+                Method::PATCH,
+                &url,
+                &[("if-match", &etag)],
+                Some(rename),
+            )
+            .await
+            .status
+        })
+    });
+    let mut statuses = Vec::new();
+    for writer in writers.collect::<Vec<_>>() {
+        statuses.push(writer.await.unwrap());
+    }
+    let won = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::PRECONDITION_FAILED)
+        .count();
+    assert_eq!((won, refused), (1, 5), "{statuses:?}");
+    server.stop().await;
+}
+
 /// Headers that differ between two answers for reasons of their own.
 fn comparable(headers: &HeaderMap) -> Vec<(String, HeaderValue)> {
     let mut out: Vec<(String, HeaderValue)> = headers
@@ -541,6 +580,7 @@ db_tests!(
     every_201_has_a_location_that_resolves,
     etags_answer_304_and_412,
     a_patch_answers_the_tag_a_get_gives,
+    one_of_racing_conditional_writers_wins,
     head_is_get_without_the_body,
     one_api_key_is_shown_without_its_secret,
 );
