@@ -8,7 +8,7 @@ use std::future::Future;
 
 use bytes::{Buf, Bytes};
 use http::request::Parts;
-use http::{Response, StatusCode};
+use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -236,10 +236,60 @@ enveloped!(
     /// `200 {"success": true, "data": …}`.
     Data, OK, "The resource."
 );
-enveloped!(
-    /// `201 {"success": true, "data": …}`.
-    Created, CREATED, "Created."
-);
+
+/// `201 {"success": true, "data": …}` with a `Location` that resolves to the new resource.
+///
+/// The `Location` is a relative reference (RFC 3986 §4.2), not an absolute path: the adapter
+/// may be mounted under a prefix it never sees (axum's `nest_service("/voice", api)` strips
+/// it), and a relative reference is resolved by the client against the URL it posted to,
+/// prefix included. `POST /voice/api/agents` answering `Location: agents/agent_1` resolves to
+/// `/voice/api/agents/agent_1` (the last segment of the request path is replaced, §5.2.3).
+pub(crate) struct Created<T> {
+    data: T,
+    location: String,
+}
+
+impl<T> Created<T> {
+    /// `data`, found at `location`, a reference relative to the request's URL.
+    pub(crate) fn at(location: impl Into<String>, data: T) -> Self {
+        Self {
+            data,
+            location: location.into(),
+        }
+    }
+
+    /// `data`, the new member (whose id `id` returns) of the collection the request was posted to: the
+    /// reference is `<last segment of the request path>/<id>`, e.g. `agents/agent_1` for
+    /// `POST /api/agents`.
+    pub(crate) fn member(cx: &Cx, data: T, id: impl FnOnce(&T) -> &str) -> Self {
+        let collection = cx.parts.uri.path().rsplit('/').next().unwrap_or_default();
+        let location = format!("{collection}/{}", id(&data));
+        Self::at(location, data)
+    }
+}
+
+impl<T: Serialize + JsonSchema + 'static> Reply for Created<T> {
+    fn into_response(self) -> Response<ResponseBody> {
+        let mut response = response::data(StatusCode::CREATED, &self.data);
+        // Ids and path segments are visible ASCII; a value that is not would be a bug, and
+        // the answer is still the 201 without the header rather than an error.
+        match HeaderValue::from_str(&self.location) {
+            Ok(location) => {
+                response.headers_mut().insert(header::LOCATION, location);
+            }
+            Err(_) => tracing::error!("a Location is not a valid header value"),
+        }
+        response
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        spec.output = Output::Json {
+            status: StatusCode::CREATED,
+            description: "Created; `Location` refers to the new resource.",
+            schema: schemas.out::<DataEnvelope<'static, T>>(),
+        };
+    }
+}
 enveloped!(
     /// `202 {"success": true, "data": …}`: the work was scheduled and happens after the answer.
     Accepted, ACCEPTED, "Accepted: scheduled, done after this answer."

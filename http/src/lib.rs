@@ -62,6 +62,7 @@
 //! installs a subscriber.
 
 mod body;
+mod conditional;
 mod endpoint;
 mod error;
 mod extract;
@@ -139,6 +140,8 @@ impl Default for HttpConfig {
 pub struct Api {
     service: Arc<Service>,
     config: HttpConfig,
+    /// Serializes conditional writes (`If-Match`) to one resource, see `conditional.rs`.
+    write_locks: Arc<conditional::WriteLocks>,
 }
 
 impl Api {
@@ -147,6 +150,7 @@ impl Api {
         Self {
             service,
             config: HttpConfig::default(),
+            write_locks: Arc::default(),
         }
     }
 
@@ -202,10 +206,14 @@ impl Api {
                     .headers()
                     .get(header::CONTENT_LENGTH)
                     .is_some_and(|v| v.as_bytes() != b"0");
+            let is_head = req.method() == http::Method::HEAD;
             let mut response = match self.route(req).await {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             };
+            if is_head {
+                response = response::without_body(response);
+            }
             if has_body && response.status().is_client_error() {
                 response
                     .headers_mut()
@@ -242,7 +250,7 @@ impl Api {
             Ok(route) => {
                 tracing::Span::current().record("operation", route.operation_id());
                 let (parts, body) = req.into_parts();
-                router::dispatch(self, route, parts, endpoint::boxed(body)).await
+                conditional::dispatch(self, route, parts, endpoint::boxed(body)).await
             }
             Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
             Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(

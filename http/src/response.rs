@@ -43,6 +43,24 @@ pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Resp
     }
 }
 
+/// The answer to a `HEAD`: `response` with the same status and headers and no body, its
+/// `Content-Length` that of the body a `GET` would have sent, when that length is known
+/// (RFC 9110 §9.3.2). hyper keeps such a header on a body-less answer to `HEAD`. A 304 gets
+/// none: its length would have to be that of the 200 it stands for (§8.6).
+pub(crate) fn without_body(response: Response<ResponseBody>) -> Response<ResponseBody> {
+    use http_body::Body as _;
+    let (mut parts, body) = response.into_parts();
+    if let Some(length) = body.size_hint().exact()
+        && parts.status != StatusCode::NOT_MODIFIED
+        && !parts.headers.contains_key(header::CONTENT_LENGTH)
+    {
+        parts
+            .headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    Response::from_parts(parts, full(Bytes::new()))
+}
+
 /// The response sent when even serializing a response failed.
 pub(crate) fn internal_error_response() -> Response<ResponseBody> {
     let mut response = Response::new(full(&br#"{"detail":"internal server error"}"#[..]));

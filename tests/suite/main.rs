@@ -28,6 +28,7 @@ mod webhooks;
 // Cross-cutting concerns.
 mod auth;
 mod concurrency;
+mod conventions;
 mod envelopes;
 mod health;
 mod jobs;

@@ -87,8 +87,15 @@ async fn the_api_is_mounted_under_voice_inside_the_app() {
     assert_eq!(res.status(), StatusCode::CREATED);
     assert_eq!(served_by(&res), Some("axum-mount-example"));
     assert_eq!(res.headers()["cache-control"], "no-store");
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
     let created: Value = res.json().await.unwrap();
     let agent_id = created["data"]["agent_id"].as_str().unwrap().to_owned();
+    // The adapter never saw `/voice`, yet its Location resolves under it.
+    let posted = reqwest::Url::parse(&format!("{base}/voice/api/agents")).unwrap();
+    assert_eq!(
+        posted.join(&location).unwrap().path(),
+        format!("/voice/api/agents/{agent_id}")
+    );
 
     let res = voice
         .request(Method::GET, &format!("/api/agents/{agent_id}"))

@@ -1,4 +1,4 @@
-//! API keys: create, list.
+//! API keys: create, list, view, revoke.
 
 use super::{Service, cursor_of};
 use crate::auth::{Actor, ApiKeySecret};
@@ -60,6 +60,20 @@ impl Service {
             key.status = key.status_at(now);
         }
         Ok(page)
+    }
+
+    /// One key of the organization, without its secret (the same shape as a list item);
+    /// 404 for an unknown key or one of another organization.
+    pub async fn api_key_view(&self, actor: &Actor, key_id: &str) -> Result<ApiKey> {
+        actor.require(Permission::ApiKeysRead)?;
+        let key_id = IdKind::ApiKey.parse(key_id)?;
+        let mut key = self
+            .repo
+            .api_key_get(&actor.organization_id, &key_id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("API key {key_id} not found")))?;
+        key.status = key.status_at(self.now());
+        Ok(key)
     }
 
     /// Revokes a key of the organization (admins and agent managers, never a key whose role is

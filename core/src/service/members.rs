@@ -49,6 +49,23 @@ impl Service {
             .await
     }
 
+    /// One invitation of the organization, whatever its status; a pending one past its
+    /// expiry is shown as `expired`. 404 for an unknown invitation or one of another
+    /// organization.
+    pub async fn invitation_view(&self, actor: &Actor, invite_id: &str) -> Result<Invitation> {
+        actor.require(Permission::InvitationsRead)?;
+        let id = IdKind::Invitation.parse(invite_id)?;
+        let mut invitation = self
+            .repo
+            .invitation_get(Some(&actor.organization_id), &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("invitation {id} not found")))?;
+        if invitation.status == InvitationStatus::Pending && invitation.expires_at <= self.now() {
+            invitation.status = InvitationStatus::Expired;
+        }
+        Ok(invitation)
+    }
+
     /// Members of the organization, oldest first.
     pub async fn member_list(&self, actor: &Actor) -> Result<Vec<Member>> {
         actor.require(Permission::MembersRead)?;

@@ -172,6 +172,22 @@ fn build() -> Built {
             "schemas": components,
             "responses": error_responses,
             "parameters": {
+                "IfMatch": {
+                    "name": "If-Match",
+                    "in": "header",
+                    "required": false,
+                    "description": "Entity tags (or `*`); when the resource's current `ETag` \
+                        is not among them, the answer is 412 and nothing changes.",
+                    "schema": {"type": "string"},
+                },
+                "IfNoneMatch": {
+                    "name": "If-None-Match",
+                    "in": "header",
+                    "required": false,
+                    "description": "Entity tags (or `*`); when the current `ETag` is among \
+                        them (weak comparison), the answer is 304 without a body.",
+                    "schema": {"type": "string"},
+                },
                 "OrganizationId": {
                     "name": "X-Organization-Id",
                     "in": "header",
@@ -181,6 +197,20 @@ fn build() -> Built {
                 },
             },
             "headers": {
+                "Location": {
+                    "required": true,
+                    "description": "Where the new resource is: a reference relative to the \
+                        request's URL (`agents/agent_…` for `POST …/api/agents`), so that it \
+                        resolves under any prefix the API is mounted at.",
+                    "schema": {"type": "string", "format": "uri-reference"},
+                },
+                "ETag": {
+                    "required": true,
+                    "description": "Strong entity tag of the representation; send it in \
+                        `If-None-Match` (GET, 304 when unchanged) or `If-Match` (PATCH, DELETE, \
+                        412 when changed).",
+                    "schema": {"type": "string"},
+                },
                 "RequestId": {
                     "required": true,
                     "description": "The caller's `X-Request-Id` when it sent a sane one, else a generated id.",

@@ -51,6 +51,12 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
          blocks it); the detail says what to do first.",
     ),
     (
+        412,
+        "PreconditionFailed",
+        "`If-Match` does not match the resource's current `ETag` (or `If-None-Match` does); \
+         nothing was changed.",
+    ),
+    (
         413,
         "PayloadTooLarge",
         "The request body exceeds the server's limit.",
@@ -100,6 +106,9 @@ fn path_param(name: &str) -> Value {
 /// Public operations declare all of theirs.
 fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u16> {
     let mut statuses: Vec<u16> = meta.errors.to_vec();
+    if crate::conditional::is_conditional(meta) {
+        statuses.push(412);
+    }
     if op.auth != Auth::Public {
         statuses.extend([401, 403, 503]);
         if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
@@ -163,10 +172,31 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
             description,
             schema,
         } => {
+            // Every 201 says where the new resource is; views and their updates carry a tag.
+            let mut headers = Vec::new();
+            if *status == http::StatusCode::CREATED {
+                headers.push(("Location", "Location"));
+            }
+            if crate::conditional::is_tagged(meta) {
+                headers.push(("ETag", "ETag"));
+            }
             out.insert(
                 status.as_u16().to_string(),
-                response_object(description, json_content(schema.clone()), &[]),
+                response_object(description, json_content(schema.clone()), &headers),
             );
+            if crate::conditional::is_tagged(meta) && meta.method == "GET" {
+                out.insert(
+                    "304".to_owned(),
+                    json!({
+                        "description": "Not modified: `If-None-Match` matches the current \
+                            `ETag`. No body.",
+                        "headers": {
+                            "X-Request-Id": {"$ref": "#/components/headers/RequestId"},
+                            "ETag": {"$ref": "#/components/headers/ETag"},
+                        },
+                    }),
+                );
+            }
         }
         Output::AudioAttachment => {
             out.insert(
@@ -275,6 +305,12 @@ pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value 
         params.push(param_ref("OrganizationId"));
     }
     params.extend(op.parameters.iter().cloned());
+    if crate::conditional::is_conditional(meta) {
+        params.push(param_ref("IfMatch"));
+        if meta.method == "GET" {
+            params.push(param_ref("IfNoneMatch"));
+        }
+    }
 
     let mut object = Map::new();
     object.insert("operationId".to_owned(), json!(meta.id));

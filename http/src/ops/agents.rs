@@ -12,7 +12,8 @@ pub(crate) async fn agent_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewAgent>),
 ) -> Result<Created<Agent>, ApiError> {
-    Ok(Created(cx.service().agent_create(&actor, input).await?))
+    let agent = cx.service().agent_create(&actor, input).await?;
+    Ok(Created::member(&cx, agent, |x| &x.agent_id))
 }
 
 pub(crate) async fn agent_list(

@@ -14,7 +14,8 @@ pub(crate) async fn call_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewCall>),
 ) -> Result<Created<Call>, ApiError> {
-    Ok(Created(cx.service().call_create(&actor, input).await?))
+    let call = cx.service().call_create(&actor, input).await?;
+    Ok(Created::member(&cx, call, |x| &x.call_sid))
 }
 
 pub(crate) async fn call_list(

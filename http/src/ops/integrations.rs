@@ -14,9 +14,8 @@ pub(crate) async fn integration_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewIntegration>),
 ) -> Result<Created<Integration>, ApiError> {
-    Ok(Created(
-        cx.service().integration_create(&actor, input).await?,
-    ))
+    let integration = cx.service().integration_create(&actor, input).await?;
+    Ok(Created::member(&cx, integration, |x| &x.integration_id))
 }
 
 pub(crate) async fn integration_list(

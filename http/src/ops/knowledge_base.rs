@@ -15,7 +15,8 @@ pub(crate) async fn document_create(
     (actor, body): (Actor, NewDocumentBody),
 ) -> Result<Created<Document>, ApiError> {
     let input = body.into_input().await?;
-    Ok(Created(cx.service().document_create(&actor, input).await?))
+    let document = cx.service().document_create(&actor, input).await?;
+    Ok(Created::member(&cx, document, |x| &x.documentation_id))
 }
 
 pub(crate) async fn document_list(

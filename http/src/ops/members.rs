@@ -28,9 +28,8 @@ pub(crate) async fn invitation_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewInvitation>),
 ) -> Result<Created<Invitation>, ApiError> {
-    Ok(Created(
-        cx.service().invitation_create(&actor, input).await?,
-    ))
+    let invitation = cx.service().invitation_create(&actor, input).await?;
+    Ok(Created::member(&cx, invitation, |x| &x.invite_id))
 }
 
 pub(crate) async fn invitation_list(
@@ -40,6 +39,16 @@ pub(crate) async fn invitation_list(
 ) -> Result<Bare<Invitations>, ApiError> {
     let invitations = cx.service().invitation_list(&actor).await?;
     Ok(Bare(Invitations { invitations }))
+}
+
+pub(crate) async fn invitation_view(
+    cx: Cx,
+    (invite_id,): (String,),
+    (actor,): (Actor,),
+) -> Result<Data<Invitation>, ApiError> {
+    Ok(Data(
+        cx.service().invitation_view(&actor, &invite_id).await?,
+    ))
 }
 
 pub(crate) async fn invitation_revoke(

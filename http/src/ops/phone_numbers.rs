@@ -12,9 +12,8 @@ pub(crate) async fn phone_number_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewPhoneNumber>),
 ) -> Result<Created<PhoneNumber>, ApiError> {
-    Ok(Created(
-        cx.service().phone_number_create(&actor, input).await?,
-    ))
+    let number = cx.service().phone_number_create(&actor, input).await?;
+    Ok(Created::member(&cx, number, |x| &x.phone_number_id))
 }
 
 pub(crate) async fn phone_number_list(

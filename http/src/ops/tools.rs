@@ -12,7 +12,8 @@ pub(crate) async fn tool_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewTool>),
 ) -> Result<Created<Tool>, ApiError> {
-    Ok(Created(cx.service().tool_create(&actor, input).await?))
+    let tool = cx.service().tool_create(&actor, input).await?;
+    Ok(Created::member(&cx, tool, |x| &x.tool_id))
 }
 
 pub(crate) async fn tool_list(

@@ -12,11 +12,13 @@ pub(crate) async fn call_message_append(
     (call_sid,): (String,),
     (actor, Json(input)): (Actor, Json<NewMessages>),
 ) -> Result<Created<Vec<CallMessage>>, ApiError> {
-    Ok(Created(
-        cx.service()
-            .call_message_append(&actor, &call_sid, input)
-            .await?,
-    ))
+    let messages = cx
+        .service()
+        .call_message_append(&actor, &call_sid, input)
+        .await?;
+    // The appended messages have no URL of their own: the reference is the transcript they
+    // joined, `POST …/messages` → `messages` (the same URL).
+    Ok(Created::at("messages", messages))
 }
 
 pub(crate) async fn call_message_list(

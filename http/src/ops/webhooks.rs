@@ -14,7 +14,8 @@ pub(crate) async fn webhook_create(
     (): (),
     (actor, Json(input)): (Actor, Json<NewWebhook>),
 ) -> Result<Created<CreatedWebhook>, ApiError> {
-    Ok(Created(cx.service().webhook_create(&actor, input).await?))
+    let created = cx.service().webhook_create(&actor, input).await?;
+    Ok(Created::member(&cx, created, |x| &x.webhook.webhook_id))
 }
 
 pub(crate) async fn webhook_list(

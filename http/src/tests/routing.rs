@@ -1,8 +1,8 @@
 //! Health and readiness, routing errors, and `Api` as a tower service.
 
 use bytes::Bytes;
-use http::{Request, StatusCode, header};
-use http_body_util::Full;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::{Fixture, empty, send};
@@ -43,8 +43,60 @@ async fn routing_errors() {
 
     let (s, h, v) = send(&fx.api, empty(Request::delete("/api/tools"))).await;
     assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(h[header::ALLOW], "POST, GET");
+    assert_eq!(h[header::ALLOW], "POST, GET, HEAD");
     assert!(v["detail"].as_str().unwrap().contains("DELETE"));
+}
+
+/// `HEAD` answers through `Api::handle` itself, so that a server mounting the adapter gets it
+/// too: the GET's status and headers, `Content-Length` included, and no body.
+#[tokio::test]
+async fn head_is_get_without_the_body() {
+    let fx = Fixture::new().await;
+    for path in [
+        "/api/tools",
+        "/api/organization/settings",
+        "/api/openapi.json",
+    ] {
+        let get = fx.api.handle(empty(fx.authed(Method::GET, path))).await;
+        let head = fx.api.handle(empty(fx.authed(Method::HEAD, path))).await;
+        assert_eq!(head.status(), get.status(), "{path}");
+        let get_etag = get.headers().get(header::ETAG).cloned();
+        assert_eq!(
+            head.headers().get(header::ETAG).cloned(),
+            get_etag,
+            "{path}"
+        );
+        let get_len = get.into_body().collect().await.unwrap().to_bytes().len();
+        assert_eq!(
+            head.headers()[header::CONTENT_LENGTH],
+            get_len.to_string().as_str(),
+            "{path}"
+        );
+        assert!(
+            head.into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .is_empty()
+        );
+    }
+    let missing = fx
+        .api
+        .handle(empty(
+            fx.authed(Method::HEAD, "/api/tools/tool_0000000000000000"),
+        ))
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(
+        missing
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

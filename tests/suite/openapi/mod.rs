@@ -11,6 +11,7 @@ mod checker;
 mod document;
 mod scenario;
 mod schema;
+mod steps;
 
 use serde_json::Value;
 

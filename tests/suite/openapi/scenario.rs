@@ -12,6 +12,7 @@ use voiceplane_suite::{
 };
 
 use super::checker::*;
+use super::steps;
 use super::{document, operations};
 
 async fn responses_match_the_documented_schemas(ctx: &TestContext) {
@@ -64,6 +65,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         .await;
     c.expect(M::GET, "/api/api-keys?limit=2", Body::None, 200)
         .await;
+    steps::api_key_view_and_conditions(&c, str_of(&temp["data"], "key_id")).await;
     let revoked = c
         .expect(
             M::DELETE,
@@ -441,49 +443,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
 
-    // Voices.
-    c.expect(
-        M::GET,
-        "/api/voices/search?provider=provider_one&gender=male",
-        Body::None,
-        200,
-    )
-    .await;
-    c.expect(
-        M::GET,
-        "/api/voices/search?provider=provider_two&query=calm",
-        Body::None,
-        200,
-    )
-    .await;
-    c.expect(
-        M::GET,
-        "/api/voices/search?provider=provider_one&query=fail",
-        Body::None,
-        502,
-    )
-    .await;
-    c.expect(
-        M::GET,
-        "/api/voices/search?provider=provider_three",
-        Body::None,
-        400,
-    )
-    .await;
-    c.expect(
-        M::GET,
-        "/api/voices/provider_two/library?use_cases=news&use_cases=audiobook&page=0&page_size=10",
-        Body::None,
-        200,
-    )
-    .await;
-    c.expect(
-        M::POST,
-        "/api/voices/provider_two/library/add",
-        Body::Json(json!({"public_owner_id": "own-1", "voice_id": "sh-1", "name": "Deep"})),
-        200,
-    )
-    .await;
+    steps::voices(&c).await;
 
     // Invitations and members.
     let invitation = c
@@ -520,6 +480,7 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+    steps::invitation_view(&c, str_of(&withdrawn["data"], "invite_id")).await;
     let invitee = c.with_bearer(&jwt_for("user_newcomer", Some("new@example.com"), 3600));
     let member = invitee
         .expect(
