@@ -1,8 +1,8 @@
 //! # voiceplane (the server)
 //!
-//! Configuration ([`config`]), the command line ([`cli`]), logging, wiring of the
-//! [`voiceplane_core::Service`] over the SeaORM repository, and serving it with
-//! [`voiceplane_http`] until SIGINT or SIGTERM. The binary's `main` only calls [`main_with`];
+//! Configuration ([`config`]), the command line ([`cli`]), logging ([`logging`]), wiring of
+//! the [`voiceplane_core::Service`] over the SeaORM repository, and serving it with
+//! [`voiceplane_http`], inside the HTTP layers of [`stack`], until SIGINT or SIGTERM. The binary's `main` only calls [`main_with`];
 //! tests and embedders use [`build_service`] and [`serve`] directly:
 //!
 //! ```no_run
