@@ -20,8 +20,6 @@ use voiceplane_bin::config::Config;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Only a program installs a log subscriber; the libraries just emit through `tracing`.
-    voiceplane_bin::init_tracing();
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -39,19 +37,23 @@ async fn run() -> Result<(), Error> {
         eprintln!("warning: {warning}");
     }
     let config = loaded.config;
+    // Only a program installs a log subscriber; the libraries just emit through `tracing`.
+    voiceplane_bin::init_tracing_as(config.log.format);
 
     // 2. The service: opens and migrates the database, sets up JWT verification.
     let service = voiceplane_bin::build_service(&config).await?;
 
-    // 3. The HTTP adapter with the configured limits, served until Ctrl-C. On Ctrl-C the
-    //    listener closes and requests in flight finish before `serve` returns.
+    // 3. The HTTP adapter with the configured limits, inside the binary's layers (CORS,
+    //    compression, security headers), served until Ctrl-C. On Ctrl-C the listener closes
+    //    and requests in flight finish before `serve_service` returns.
     let api = voiceplane_bin::api(service, &config);
+    let stack = voiceplane_bin::stack::layered(api, &config.http)?;
     let addr = config.listen_addr()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Error::Runtime(format!("cannot listen on {addr}: {e}")))?;
     eprintln!("voiceplane listening on http://{addr} (Ctrl-C to stop)");
-    voiceplane_http::serve(listener, api, async {
+    voiceplane_http::serve_service(listener, stack, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await

@@ -1,8 +1,8 @@
 //! # voiceplane (the server)
 //!
-//! Configuration ([`config`]), the command line ([`cli`]), logging, wiring of the
-//! [`voiceplane_core::Service`] over the SeaORM repository, and serving it with
-//! [`voiceplane_http`] until SIGINT or SIGTERM. The binary's `main` only calls [`main_with`];
+//! Configuration ([`config`]), the command line ([`cli`]), logging ([`logging`]), wiring of
+//! the [`voiceplane_core::Service`] over the SeaORM repository, and serving it with
+//! [`voiceplane_http`], inside the HTTP layers of [`stack`], until SIGINT or SIGTERM. The binary's `main` only calls [`main_with`];
 //! tests and embedders use [`build_service`] and [`serve`] directly:
 //!
 //! ```no_run
@@ -22,11 +22,13 @@
 
 pub mod cli;
 pub mod config;
+pub mod logging;
 pub mod master_key;
+pub mod stack;
 
 use std::fmt;
 use std::future::Future;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -40,9 +42,7 @@ use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
 
 use crate::cli::{Cli, Command};
 use crate::config::{Config, ConfigError, StorageBackend};
-
-/// The log filter used when `RUST_LOG` is unset: sqlx would otherwise log every query.
-pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,sea_orm_migration=info";
+pub use crate::logging::{DEFAULT_LOG_FILTER, init_tracing, init_tracing_as};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -85,32 +85,6 @@ impl std::error::Error for Error {}
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Self {
         Self::Config(e)
-    }
-}
-
-/// Installs the stderr log subscriber: filter from `RUST_LOG`, else [`DEFAULT_LOG_FILTER`];
-/// colours only on a terminal. Does nothing when a subscriber is already installed.
-pub fn init_tracing() {
-    let (filter, bad_rust_log) = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.trim().is_empty() => {
-            match tracing_subscriber::EnvFilter::try_new(&spec) {
-                Ok(filter) => (filter, None),
-                Err(e) => (
-                    tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER),
-                    Some(e.to_string()),
-                ),
-            }
-        }
-        _ => (tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER), None),
-    };
-    let installed = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init()
-        .is_ok();
-    if let (true, Some(e)) = (installed, bad_rust_log) {
-        warn!("RUST_LOG is invalid ({e}); using `{DEFAULT_LOG_FILTER}`");
     }
 }
 
@@ -326,6 +300,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
     let service = build_service(config).await?;
+    let stack = stack::layered(api(service.clone(), config), &config.http)?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Runtime(format!("cannot read the listening address: {e}")))?;
@@ -346,7 +321,7 @@ pub async fn serve(
     info!("listening on http://{addr}");
     // Jobs keep running while requests drain; the runner stops after them (or at once if
     // the server failed), sending or dropping `stop`.
-    let served = voiceplane_http::serve(listener, api(service, config), shutdown)
+    let served = voiceplane_http::serve_service(listener, stack, shutdown)
         .await
         .map_err(|e| Error::Runtime(format!("server failed: {e}")));
     drop(stop);
@@ -446,13 +421,15 @@ impl Signals {
     }
 }
 
-/// Runs one parsed command line to completion and returns the exit code. Logging must be set
-/// up before (see [`init_tracing`]). Errors are printed as one line on stderr.
+/// Runs one parsed command line to completion and returns the exit code. Logging is set up
+/// once the configuration is loaded, in its `log.format` (see [`init_tracing_as`]; a
+/// subscriber installed before is kept). Errors are printed as one line on stderr.
 pub async fn run(cli: Cli) -> ExitCode {
     let loaded = match Config::load(cli.config.as_deref()) {
         Ok(loaded) => loaded,
         Err(e) => return report(&Error::Config(e)),
     };
+    init_tracing_as(loaded.config.log.format);
     for warning in &loaded.warnings {
         warn!("{warning}");
     }
@@ -515,7 +492,7 @@ fn report(error: &Error) -> ExitCode {
     ExitCode::from(error.exit_code())
 }
 
-/// The whole program: parses `args`, sets up logging, runs the command on a multi-threaded
+/// The whole program: parses `args`, runs the command on a multi-threaded
 /// runtime and returns the exit code. `main` is `main_with(std::env::args_os())`.
 pub fn main_with<I, T>(args: I) -> ExitCode
 where
@@ -531,7 +508,6 @@ where
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    init_tracing();
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

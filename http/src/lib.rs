@@ -12,8 +12,9 @@
 //!   mounts (axum: `Router::nest_service("/voice", api)`; paths are matched on
 //!   `req.uri().path()`, so a prefix must be stripped before the request reaches `Api`, which
 //!   axum's `nest_service` does);
-//! - a standalone server: [`serve()`] runs an HTTP/1.1 accept loop on a listener with graceful
-//!   shutdown.
+//! - a standalone server: [`serve()`] runs an HTTP/1.1 and HTTP/2 (h2c) accept loop on a
+//!   listener with graceful shutdown; [`serve_service`] does the same for the adapter wrapped
+//!   in tower layers.
 //!
 //! The contract every response follows (statuses, envelopes, headers) is written down in the
 //! crate's `README.md`. In short: success bodies are `{"success": true, "data": …}` (lists add
@@ -88,7 +89,7 @@ use tracing::Instrument;
 use voiceplane_core::Service;
 
 pub use error::status_for;
-pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
+pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve, serve_service};
 
 use crate::error::ApiError;
 use crate::router::RouteError;

@@ -264,6 +264,8 @@ mod tests {
                     "storage.backend" => "s3",
                     "storage.path_style" | "webhooks.allow_private_targets" => "false",
                     "webhooks.retry_schedule" => "1,2",
+                    "http.cors_allowed_origins" => "https://app.test",
+                    "log.format" => "json",
                     "secrets.master_key" => "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                     "auth.jwks_url" => continue,
                     "auth.jwt_public_key_pem" => continue,
@@ -287,6 +289,7 @@ mod tests {
             assert_eq!(c.embeddings.model, "v");
             assert_eq!(c.knowledge.max_pages, 5);
             assert_eq!(c.retention.sweep_interval_secs, 5);
+            assert_eq!(c.log.format, super::super::LogFormat::Json);
             Ok(())
         });
     }

@@ -181,6 +181,7 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        self.http.cors_origins()?;
         if self.webhooks.schedule().is_none_or(|s| s.len() > 100) {
             return Err(ConfigError::new(
                 "webhooks.retry_schedule",

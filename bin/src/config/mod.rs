@@ -13,7 +13,7 @@
 //!
 //! The parts: [`ConfigError`] and its one-line wording (`error.rs`), [`Secret`] (`secret.rs`),
 //! booleans and numbers that may arrive as strings (`lenient.rs`), the keys with their types and
-//! defaults (`settings.rs`), loading and validation (`load.rs`) and the environment layer
+//! defaults (`settings.rs`), the HTTP stack's and logging's keys (`web.rs`), loading and validation (`load.rs`) and the environment layer
 //! (`env.rs`).
 
 mod env;
@@ -22,6 +22,7 @@ mod lenient;
 mod load;
 mod secret;
 mod settings;
+mod web;
 
 pub use env::EnvLayer;
 pub use error::ConfigError;
@@ -36,6 +37,7 @@ pub use settings::{
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
+pub use web::{CorsOrigins, LogFormat, LogSettings};
 
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "VOICEPLANE_";
@@ -76,6 +78,8 @@ pub const KEYS: &[&str] = &[
     "telephony.telnyx.base_url",
     "http.max_body_bytes",
     "http.max_upload_bytes",
+    "http.cors_allowed_origins",
+    "log.format",
     "events.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",

@@ -11,7 +11,7 @@ use voiceplane_clients::EmbeddingsSettings;
 use voiceplane_storage::{BlobConfig, S3Settings, redact_url};
 
 use super::lenient::{deserialize_bool, deserialize_opt_u32, deserialize_usize};
-use super::{ConfigError, Secret};
+use super::{ConfigError, LogSettings, Secret};
 
 /// The whole configuration. Field names are the dotted keys of [`KEYS`](super::KEYS), which
 /// TOML files and `VOICEPLANE_*` variables already name: renaming a field breaks deployments.
@@ -48,6 +48,8 @@ pub struct Config {
     pub embeddings: EmbeddingsConfig,
     /// `knowledge.*`: the bounds of processing one knowledge-base document.
     pub knowledge: KnowledgeConfig,
+    /// `log.*`: how the server logs.
+    pub log: LogSettings,
 }
 
 impl Default for Config {
@@ -68,6 +70,7 @@ impl Default for Config {
             retention: RetentionSettings::default(),
             embeddings: EmbeddingsConfig::default(),
             knowledge: KnowledgeConfig::default(),
+            log: LogSettings::default(),
         }
     }
 }
@@ -340,6 +343,10 @@ pub struct HttpSettings {
     /// `http.max_upload_bytes`: largest recording or knowledge-base file (413 beyond).
     #[serde(deserialize_with = "deserialize_usize")]
     pub max_upload_bytes: usize,
+    /// `http.cors_allowed_origins`: the browser origins allowed to call the API,
+    /// comma-separated, or `*` for any (read by [`HttpSettings::cors_origins`]). Unset: no
+    /// CORS headers at all.
+    pub cors_allowed_origins: Option<String>,
 }
 
 impl Default for HttpSettings {
@@ -347,6 +354,7 @@ impl Default for HttpSettings {
         Self {
             max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
+            cors_allowed_origins: None,
         }
     }
 }

@@ -70,7 +70,10 @@ pub fn spawn_serve_logged(
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("the server logs its address: {before:?}"));
         if let Some(at) = line.find("listening on ") {
-            break line[at + "listening on ".len()..].trim().to_owned();
+            // Text lines end with the URL; JSON lines (`log.format = "json"`) close a string.
+            let rest = &line[at + "listening on ".len()..];
+            let end = rest.find(['"', ' ']).unwrap_or(rest.len());
+            break rest[..end].trim().to_owned();
         }
         before.push(line);
     };

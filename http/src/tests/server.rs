@@ -113,3 +113,68 @@ async fn shutdown_lets_a_request_in_flight_finish() {
         .unwrap()
         .unwrap();
 }
+
+/// A service other than `Api`, as a tower-layered stack would be: answers `hello`.
+#[derive(Clone)]
+struct Hello;
+
+impl tower_service::Service<http::Request<hyper::body::Incoming>> for Hello {
+    type Response = http::Response<http_body_util::Full<bytes::Bytes>>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _req: http::Request<hyper::body::Incoming>) -> Self::Future {
+        std::future::ready(Ok(http::Response::new(http_body_util::Full::from("hello"))))
+    }
+}
+
+#[tokio::test]
+async fn serve_service_serves_any_tower_service() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::serve_service(listener, Hello, async {
+        let _ = stopped.await;
+    }));
+    let mut conn = TcpStream::connect(addr).await.unwrap();
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let text = read_until(&mut conn, "\u{0}never").await;
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nhello"), "{text}");
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+/// Protocol detection (HTTP/1.1 or h2c) waits for the first bytes: a client that connects and
+/// sends nothing is still disconnected after the header read timeout. The clock is paused
+/// and jumps ahead while the runtime is idle, so the test takes no real time.
+#[tokio::test(start_paused = true)]
+async fn a_silent_connection_is_closed_after_the_header_read_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::serve_service(listener, Hello, async {
+        let _ = stopped.await;
+    }));
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let start = tokio::time::Instant::now();
+    let mut buf = [0u8; 64];
+    let n = silent.read(&mut buf).await.unwrap_or(0);
+    assert_eq!(n, 0, "closed without an answer");
+    assert!(
+        start.elapsed() >= crate::HEADER_READ_TIMEOUT,
+        "closed after {:?}",
+        start.elapsed()
+    );
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

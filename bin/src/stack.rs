@@ -1,0 +1,266 @@
+//! The binary's HTTP stack: the layers the server puts around [`Api`], from tower-http, the
+//! way any Rust server adds them. They live here, not in the adapter, so that an application
+//! mounting `Api` chooses its own (`http/README.md`, "What to add in your own stack").
+//!
+//! From the outside in:
+//!
+//! 1. security headers, set when the response has none of its own:
+//!    `X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY`, `Referrer-Policy:
+//!    no-referrer`, and `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'`
+//!    on everything but audio;
+//! 2. compression: gzip or br, as the client's `Accept-Encoding` prefers, of JSON and text
+//!    bodies of at least [`MIN_COMPRESSED_BYTES`]; never of audio, of a body that already has a
+//!    `Content-Encoding`, or of a range (`206`, `Content-Range`), which keep their exact
+//!    `Content-Length`;
+//! 3. CORS, only when `http.cors_allowed_origins` is set: a preflight (`OPTIONS` with `Origin`
+//!    and `Access-Control-Request-Method`) is answered here with 204 and never reaches the
+//!    adapter; other requests get `Access-Control-Allow-Origin` when their origin is allowed.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::header::{self, HeaderName};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use tower_http::compression::predicate::Predicate;
+use tower_http::compression::{CompressionBody, CompressionLayer};
+use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_layer::Layer as _;
+use tower_service::Service;
+use voiceplane_http::{Api, BoxError, ResponseBody};
+
+use crate::config::{ConfigError, CorsOrigins, HttpSettings};
+
+/// The body of the stack's responses: the adapter's, compressed or passed through.
+pub type StackBody = CompressionBody<ResponseBody>;
+
+/// Smallest body compressed. Below about one TCP segment compression saves no round trip and
+/// still costs CPU (and gzip adds ~20 bytes of framing).
+pub const MIN_COMPRESSED_BYTES: u64 = 1024;
+
+/// How long a browser may cache a preflight answer. Chromium caps it at 2 hours.
+pub const CORS_MAX_AGE: Duration = Duration::from_secs(7200);
+
+/// The methods a cross-origin caller may use: every method of the API.
+pub const CORS_ALLOWED_METHODS: [Method; 7] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+    Method::OPTIONS,
+];
+
+/// The request headers a cross-origin caller may send: credentials, the organization,
+/// bodies, idempotency, conditional requests and its own request id.
+pub const CORS_ALLOWED_HEADERS: [&str; 8] = [
+    "x-api-key",
+    "x-organization-id",
+    "authorization",
+    "content-type",
+    "idempotency-key",
+    "if-match",
+    "if-none-match",
+    "x-request-id",
+];
+
+/// The response headers a cross-origin caller's script may read, beyond the CORS-safelisted
+/// ones.
+pub const CORS_EXPOSED_HEADERS: [&str; 10] = [
+    "x-request-id",
+    "etag",
+    "location",
+    "retry-after",
+    "ratelimit-limit",
+    "ratelimit-remaining",
+    "ratelimit-reset",
+    "idempotent-replayed",
+    "content-disposition",
+    "allow",
+];
+
+/// The Content-Security-Policy of every response but audio: an API answer loads nothing and
+/// is framed by no one.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
+
+/// `api` wrapped in the binary's layers (see the module documentation), with CORS as
+/// `http.cors_allowed_origins` says. Generic over the request body, as [`Api`] is.
+pub fn layered<B>(
+    api: Api,
+    http: &HttpSettings,
+) -> Result<
+    impl Service<Request<B>, Response = Response<StackBody>, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + 'static,
+    ConfigError,
+>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let cors = match http.cors_origins()? {
+        Some(origins) => CorsStage::On(cors_layer(origins).layer(api)),
+        None => CorsStage::Off(api),
+    };
+    let compressed = CompressionLayer::new()
+        .compress_when(JsonOrText)
+        .layer(cors);
+    let secured = (
+        SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+        SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ),
+        SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ),
+        SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            content_security_policy::<StackBody> as fn(&Response<StackBody>) -> Option<HeaderValue>,
+        ),
+    )
+        .layer(compressed);
+    Ok(secured)
+}
+
+/// [`CONTENT_SECURITY_POLICY`], except on audio: a browser tab opening a recording URL
+/// builds a media document around it, whose own loads the policy would govern.
+fn content_security_policy<B>(response: &Response<B>) -> Option<HeaderValue> {
+    let audio = content_type(response).is_some_and(|t| t.starts_with("audio/"));
+    (!audio).then(|| HeaderValue::from_static(CONTENT_SECURITY_POLICY))
+}
+
+/// The media type of `response` (`application/json`), lower case, without parameters.
+fn content_type<B>(response: &Response<B>) -> Option<String> {
+    let value = response
+        .headers()
+        .get(header::CONTENT_TYPE)?
+        .to_str()
+        .ok()?;
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    Some(essence.to_ascii_lowercase())
+}
+
+/// The CORS rules for `origins`. Credentials are allowed only to listed origins: browsers
+/// refuse them with `*`.
+fn cors_layer(origins: CorsOrigins) -> CorsLayer {
+    let names = |list: &[&'static str]| -> Vec<HeaderName> {
+        list.iter().map(|n| HeaderName::from_static(n)).collect()
+    };
+    let layer = CorsLayer::new()
+        .allow_methods(CORS_ALLOWED_METHODS.to_vec())
+        .allow_headers(names(&CORS_ALLOWED_HEADERS))
+        .expose_headers(names(&CORS_EXPOSED_HEADERS))
+        .max_age(CORS_MAX_AGE);
+    match origins {
+        CorsOrigins::Any => layer.allow_origin(AllowOrigin::any()),
+        CorsOrigins::List(list) => layer
+            // Validated by `HttpSettings::cors_origins`: visible ASCII, so every one converts.
+            .allow_origin(AllowOrigin::list(
+                list.iter().filter_map(|o| HeaderValue::from_str(o).ok()),
+            ))
+            .allow_credentials(true),
+    }
+}
+
+/// Compresses JSON (`application/json`, `…+json`) and text (`text/*` but event streams)
+/// bodies of at least [`MIN_COMPRESSED_BYTES`] (or of unknown size); never a `206`. (The
+/// compression layer itself already skips bodies with `Content-Encoding` or `Content-Range`.)
+#[derive(Debug, Clone, Copy)]
+struct JsonOrText;
+
+impl Predicate for JsonOrText {
+    fn should_compress<B>(&self, response: &Response<B>) -> bool
+    where
+        B: http_body::Body,
+    {
+        if response.status() == StatusCode::PARTIAL_CONTENT {
+            return false;
+        }
+        let textual = content_type(response).is_some_and(|t| {
+            t == "application/json"
+                || (t.starts_with("application/") && t.ends_with("+json"))
+                || (t.starts_with("text/") && t != "text/event-stream")
+        });
+        // A HEAD answer declares the GET's length with an empty body: read the header first.
+        let size = response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .or_else(|| response.body().size_hint().exact());
+        textual && size.is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
+    }
+}
+
+/// CORS when configured. tower-http's `Cors` answers every `OPTIONS` itself with 200; here
+/// only real preflights reach it, and get 204 (no body), while any other `OPTIONS` gets the
+/// adapter's own answer (405 with `Allow`).
+#[derive(Clone)]
+// The stack is cloned for every request: a copy is cheaper than boxing (an allocation each).
+#[allow(clippy::large_enum_variant)]
+enum CorsStage<S> {
+    Off(S),
+    On(Cors<S>),
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, B, RB> Service<Request<B>> for CorsStage<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    RB: Default + Send + 'static,
+{
+    type Response = Response<RB>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Response<RB>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        match self {
+            Self::Off(inner) => inner.poll_ready(cx),
+            Self::On(cors) => cors.poll_ready(cx),
+        }
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        match self {
+            Self::Off(inner) => Box::pin(inner.call(req)),
+            Self::On(cors) if is_preflight(&req) => {
+                let answer = cors.call(req);
+                Box::pin(async move {
+                    let mut response = answer.await?;
+                    if response.status() == StatusCode::OK {
+                        *response.status_mut() = StatusCode::NO_CONTENT;
+                    }
+                    Ok(response)
+                })
+            }
+            Self::On(cors) if req.method() == Method::OPTIONS => Box::pin(cors.get_mut().call(req)),
+            Self::On(cors) => Box::pin(cors.call(req)),
+        }
+    }
+}
+
+/// A CORS preflight: `OPTIONS` with `Origin` and `Access-Control-Request-Method`.
+fn is_preflight<B>(req: &Request<B>) -> bool {
+    req.method() == Method::OPTIONS
+        && req.headers().contains_key(header::ORIGIN)
+        && req
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+#[cfg(test)]
+#[path = "stack_tests.rs"]
+mod tests;
