@@ -1,18 +1,21 @@
-//! A standalone HTTP/1.1 server for an [`Api`]: accept loop, per-connection tasks, graceful
-//! shutdown.
+//! A standalone HTTP/1.1 server for an [`Api`], or for any always-ready tower service that
+//! answers like one (the binary puts `GET /metrics` in front of the `Api`): accept loop,
+//! per-connection tasks, graceful shutdown.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::time::Duration;
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
-use crate::Api;
+use crate::{Api, ResponseBody};
 
 /// A client must send a request's complete header within this time, or its connection is
 /// closed.
@@ -37,6 +40,26 @@ pub async fn serve(
     api: Api,
     shutdown: impl Future<Output = ()> + Send,
 ) -> io::Result<()> {
+    serve_service(listener, api, shutdown).await
+}
+
+/// Serves `service` like [`serve()`] serves an `Api`. The service must always be ready
+/// (`poll_ready` is not called): each request is answered by a clone of it.
+pub async fn serve_service<S>(
+    listener: TcpListener,
+    service: S,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()>
+where
+    S: tower_service::Service<
+            Request<Incoming>,
+            Response = Response<ResponseBody>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder
@@ -51,11 +74,8 @@ pub async fn serve(
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    let api = api.clone();
-                    let service = service_fn(move |req| {
-                        let api = api.clone();
-                        async move { Ok::<_, Infallible>(api.handle(req).await) }
-                    });
+                    let service = service.clone();
+                    let service = service_fn(move |req| service.clone().call(req));
                     let connection = builder.serve_connection(TokioIo::new(stream), service);
                     let connection = graceful.watch(connection);
                     tokio::spawn(async move {
