@@ -56,7 +56,10 @@ fn recorder() -> Option<PrometheusHandle> {
                 )
                 .and_then(PrometheusBuilder::install_recorder);
             match installed {
-                Ok(handle) => Some(handle),
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot install the metrics recorder; GET /metrics is off");
                     None
@@ -64,6 +67,41 @@ fn recorder() -> Option<PrometheusHandle> {
             }
         })
         .clone()
+}
+
+/// The `# HELP` lines.
+fn describe() {
+    use voiceplane_core::metrics as core;
+    use voiceplane_http::metrics as http;
+    metrics::describe_counter!(
+        http::REQUESTS_TOTAL,
+        "Requests answered, by operation id (unmatched: no route) and status code."
+    );
+    metrics::describe_histogram!(
+        http::REQUEST_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "Time from a request's arrival to its response's head, by operation id."
+    );
+    metrics::describe_gauge!(
+        DB_POOL_CONNECTIONS,
+        "Open database connections, in use or idle."
+    );
+    metrics::describe_gauge!(
+        DB_POOL_MAX_CONNECTIONS,
+        "The most connections the database pool opens."
+    );
+    metrics::describe_gauge!(
+        JOBS,
+        "Durable jobs in the database by kind and state (due, scheduled, running, failed)."
+    );
+    metrics::describe_counter!(
+        core::JOB_RUNS_TOTAL,
+        "Job runs of this instance that ended, by kind and outcome (succeeded, retried, failed)."
+    );
+    metrics::describe_counter!(
+        core::WEBHOOK_DELIVERY_ATTEMPTS_TOTAL,
+        "Webhook delivery attempts by outcome (succeeded, retrying, failed)."
+    );
 }
 
 /// The metrics endpoint's state: the recorder, and the repository sampled at scrape time.

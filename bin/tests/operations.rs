@@ -364,6 +364,24 @@ fn metrics_count_requests_jobs_and_deliveries() {
             0.0
         );
 
+        // Typed and described.
+        let text = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for line in [
+            "# TYPE voiceplane_http_requests_total counter",
+            "# TYPE voiceplane_http_request_duration_seconds histogram",
+            "# TYPE voiceplane_jobs gauge",
+            "# HELP voiceplane_db_pool_connections ",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+
         // Only GET and HEAD.
         let resp = http.post(format!("{base}/metrics")).send().await.unwrap();
         assert_eq!(resp.status(), 405);
