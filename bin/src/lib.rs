@@ -24,6 +24,7 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod master_key;
+pub mod metrics;
 pub mod stack;
 
 use std::fmt;
@@ -117,6 +118,11 @@ pub async fn migrate(config: &Config) -> Result<(), Error> {
 /// the database, sets up JWT verification, and reads or generates the master key of the
 /// embedded default (see [`master_key`]) when `secrets.master_key` is unset.
 pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
+    build(config).await.map(|(service, _)| service)
+}
+
+/// [`build_service`], and the repository under it (the metrics read its pool and queue).
+async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> {
     let jwt = config.jwt_verifier()?;
     if config.storage.backend == StorageBackend::Fs {
         let root = &config.storage.root;
@@ -158,7 +164,7 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     let policy = voiceplane_core::webhooks::TargetPolicy {
         allow_private: config.webhooks.allow_private_targets,
     };
-    let mut service = Service::new(Arc::new(repo))
+    let mut service = Service::new(Arc::new(repo.clone()))
         .with_blobs(Arc::new(blobs))
         .with_jwt(jwt)
         .with_voice_providers(voices)
@@ -202,7 +208,7 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
     if let Some(embedder) = embedder {
         service = service.with_embedder(embedder);
     }
-    Ok(Arc::new(service))
+    Ok((Arc::new(service), repo))
 }
 
 /// Fills `key` from the operating system's random source.
@@ -299,8 +305,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let service = build_service(config).await?;
-    let stack = stack::layered(api(service.clone(), config), &config.http)?;
+    let (service, repo) = build(config).await?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Runtime(format!("cannot read the listening address: {e}")))?;
@@ -318,12 +323,25 @@ pub async fn serve(
     let jobs = tokio::spawn(runner.run(async move {
         let _ = stopped.await;
     }));
+    let metrics = config
+        .metrics
+        .enabled
+        .then(|| metrics::Metrics::install(repo))
+        .flatten();
+    let upkeep = metrics.clone().map(|m| tokio::spawn(m.upkeep()));
     info!("listening on http://{addr}");
     // Jobs keep running while requests drain; the runner stops after them (or at once if
     // the server failed), sending or dropping `stop`.
-    let served = voiceplane_http::serve_service(listener, stack, shutdown)
+    let app = stack::layered(
+        metrics::WithMetrics::new(api(service, config), metrics),
+        &config.http,
+    )?;
+    let served = voiceplane_http::serve_service(listener, app, shutdown)
         .await
         .map_err(|e| Error::Runtime(format!("server failed: {e}")));
+    if let Some(upkeep) = upkeep {
+        upkeep.abort();
+    }
     drop(stop);
     if let Err(e) = jobs.await {
         tracing::error!(error = %e, "the job runner stopped abnormally");

@@ -1,4 +1,4 @@
-//! The binary's HTTP stack: the layers the server puts around [`Api`], from tower-http, the
+//! The binary's HTTP stack: the layers the server puts around [`Api`](voiceplane_http::Api), from tower-http, the
 //! way any Rust server adds them. They live here, not in the adapter, so that an application
 //! mounting `Api` chooses its own (`http/README.md`, "What to add in your own stack").
 //!
@@ -30,7 +30,7 @@ use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_layer::Layer as _;
 use tower_service::Service;
-use voiceplane_http::{Api, BoxError, ResponseBody};
+use voiceplane_http::{BoxError, ResponseBody};
 
 use crate::config::{ConfigError, CorsOrigins, HttpSettings};
 
@@ -87,10 +87,11 @@ pub const CORS_EXPOSED_HEADERS: [&str; 10] = [
 /// is framed by no one.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
 
-/// `api` wrapped in the binary's layers (see the module documentation), with CORS as
-/// `http.cors_allowed_origins` says. Generic over the request body, as [`Api`] is.
-pub fn layered<B>(
-    api: Api,
+/// `inner` (the [`Api`](voiceplane_http::Api), possibly behind the binary's own `/metrics`) wrapped in the binary's
+/// layers (see the module documentation), with CORS as `http.cors_allowed_origins` says.
+/// Generic over the request body, as [`Api`](voiceplane_http::Api) is.
+pub fn layered<S, B>(
+    inner: S,
     http: &HttpSettings,
 ) -> Result<
     impl Service<Request<B>, Response = Response<StackBody>, Error = Infallible, Future: Send + 'static>
@@ -100,13 +101,18 @@ pub fn layered<B>(
     ConfigError,
 >
 where
+    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
     let cors = match http.cors_origins()? {
-        Some(origins) => CorsStage::On(cors_layer(origins).layer(api)),
-        None => CorsStage::Off(api),
+        Some(origins) => CorsStage::On(cors_layer(origins).layer(inner)),
+        None => CorsStage::Off(inner),
     };
     let compressed = CompressionLayer::new()
         .compress_when(JsonOrText)

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
+use voiceplane_http::Api;
 
 use bytes::Bytes;
 use http_body_util::{Empty, Full};
@@ -34,7 +35,7 @@ async fn send(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Response<StackBody> {
-    let mut stack = layered::<Empty<Bytes>>(api().await, &settings(origins)).unwrap();
+    let mut stack = layered::<_, Empty<Bytes>>(api().await, &settings(origins)).unwrap();
     let mut req = Request::builder().method(method).uri(path);
     for (name, value) in headers {
         req = req.header(*name, *value);

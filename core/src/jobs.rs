@@ -13,6 +13,8 @@
 //! still ends `failed`. On shutdown, jobs still running after the grace period are handed back
 //! without counting the attempt.
 //!
+//! Every run that ends is counted in [`crate::metrics::JOB_RUNS_TOTAL`] by kind and outcome.
+//!
 //! An idle runner does not poll the database in a loop: it sleeps until the next job is due,
 //! until a [`JobWaker`] tells it that a job was enqueued in this process, or at most
 //! [`RunnerConfig::idle_check`] (which bounds how late a job enqueued by another instance
@@ -409,12 +411,21 @@ impl JobRunner {
                 }
             }
         };
+        let ended = |outcome: &'static str| {
+            metrics::counter!(crate::metrics::JOB_RUNS_TOTAL, "kind" => job.kind.clone(), "outcome" => outcome)
+                .increment(1);
+        };
         let recorded = match outcome {
-            Ok(Done::Finished) => self.repo.job_complete(&job.job_id, worker).await,
+            Ok(Done::Finished) => {
+                ended("succeeded");
+                self.repo.job_complete(&job.job_id, worker).await
+            }
             Ok(Done::RunAgainAt(run_at)) => {
+                ended("succeeded");
                 self.repo.job_reschedule(&job.job_id, worker, run_at).await
             }
             Err(JobError::Retry(reason)) if job.attempts < job.max_attempts => {
+                ended("retried");
                 let run_at = self.clock.now().plus(self.backoff(job.attempts));
                 tracing::info!(job_id = %job.job_id, kind = %job.kind, attempts = job.attempts, %reason, "job failed; retrying");
                 self.repo
@@ -422,6 +433,7 @@ impl JobRunner {
                     .await
             }
             Err(JobError::Retry(reason) | JobError::Fail(reason)) => {
+                ended("failed");
                 tracing::warn!(job_id = %job.job_id, kind = %job.kind, attempts = job.attempts, %reason, "job failed for good");
                 self.repo.job_fail(&job.job_id, worker, &reason).await
             }

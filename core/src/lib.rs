@@ -33,6 +33,7 @@ pub mod error;
 pub mod ids;
 pub mod jobs;
 pub mod knowledge;
+pub mod metrics;
 pub mod model;
 pub mod page;
 pub mod repo;

@@ -67,6 +67,7 @@ mod conditional;
 mod endpoint;
 mod error;
 mod extract;
+pub mod metrics;
 mod multipart;
 pub mod openapi;
 mod ops;
@@ -179,7 +180,8 @@ impl Api {
     /// The request runs in a `request` span with the fields `method`, `path` (never the query
     /// string or headers), `request_id`, `operation` (the operation's id, e.g. `agent_view`,
     /// once the route is resolved), `status` and `latency_ms`; at the end one `request
-    /// completed` event is emitted at INFO, or at WARN for a 5xx.
+    /// completed` event is emitted at INFO, or at WARN for a 5xx, and the request is counted
+    /// in the [`metrics`] of the adapter.
     pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
     where
         B: http_body::Body + Send + 'static,
@@ -208,7 +210,8 @@ impl Api {
                     .get(header::CONTENT_LENGTH)
                     .is_some_and(|v| v.as_bytes() != b"0");
             let is_head = req.method() == http::Method::HEAD;
-            let mut response = match self.route(req).await {
+            let mut operation = metrics::UNMATCHED;
+            let mut response = match self.route(req, &mut operation).await {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             };
@@ -227,9 +230,11 @@ impl Api {
             }
             response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
             let status = response.status();
+            let latency = start.elapsed();
             let span = tracing::Span::current();
             span.record("status", status.as_u16());
-            span.record("latency_ms", start.elapsed().as_secs_f64() * 1000.0);
+            span.record("latency_ms", latency.as_secs_f64() * 1000.0);
+            metrics::record_request(operation, status, latency);
             if status.is_server_error() {
                 tracing::warn!("request completed");
             } else {
@@ -241,7 +246,12 @@ impl Api {
         .await
     }
 
-    async fn route<B>(&self, req: Request<B>) -> Result<Response<ResponseBody>, ApiError>
+    /// Routes and runs `req`; sets `operation` to the route's operation id once resolved.
+    async fn route<B>(
+        &self,
+        req: Request<B>,
+        operation: &mut &'static str,
+    ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -249,7 +259,8 @@ impl Api {
     {
         match router::resolve(req.method(), req.uri().path()) {
             Ok(route) => {
-                tracing::Span::current().record("operation", route.operation_id());
+                *operation = route.operation_id();
+                tracing::Span::current().record("operation", *operation);
                 let (parts, body) = req.into_parts();
                 conditional::dispatch(self, route, parts, endpoint::boxed(body)).await
             }

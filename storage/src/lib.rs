@@ -13,6 +13,8 @@
 //! # let _ = service; Ok(()) }
 //! ```
 
+use std::time::Duration;
+
 use voiceplane_core::{Error, Result};
 
 /// How to reach the database.
@@ -24,7 +26,22 @@ pub struct DatabaseOptions {
     pub schema: Option<String>,
     /// Pool size; defaults depend on the database.
     pub max_connections: Option<u32>,
+    /// Postgres: how long one wait for a connection (a free one, or a new one opened) may take
+    /// before, if no other statement got one meanwhile, the database counts as unreachable
+    /// (503). Default [`DEFAULT_CONNECT_TIMEOUT`]. SQLite, a local file, waits
+    /// [`acquire_timeout`](Self::acquire_timeout) at once.
+    pub connect_timeout: Duration,
+    /// The longest wait in all for a connection while the pool is busy and the database
+    /// answers. Default [`DEFAULT_ACQUIRE_TIMEOUT`].
+    pub acquire_timeout: Duration,
 }
+
+/// Default of [`DatabaseOptions::connect_timeout`]: 500 ms, so that a request fails within a
+/// second while the database is unreachable.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Default of [`DatabaseOptions::acquire_timeout`]: 5 s.
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl DatabaseOptions {
     /// Options for `url` with default pool settings.
@@ -33,6 +50,8 @@ impl DatabaseOptions {
             url: url.into(),
             schema: None,
             max_connections: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
         }
     }
 }
@@ -43,6 +62,8 @@ impl std::fmt::Debug for DatabaseOptions {
             .field("url", &redact_url(&self.url))
             .field("schema", &self.schema)
             .field("max_connections", &self.max_connections)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("acquire_timeout", &self.acquire_timeout)
             .finish()
     }
 }
@@ -70,22 +91,28 @@ pub mod blob;
 mod convert;
 mod entity;
 mod migration;
+mod monitor;
+mod pool;
 mod repo;
 
-use std::time::Duration;
-
 pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
+pub use monitor::{JobCounts, PoolStatus};
 pub use repo::call_queries;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,
 };
+
+use crate::pool::Db;
 use sea_orm_migration::MigratorTrait;
 
-/// The SeaORM repository: a pooled connection to SQLite or Postgres.
+/// The SeaORM repository: a pooled connection to SQLite or Postgres. While the database is
+/// unreachable, operations fail with [`Error::Unavailable`] within
+/// [`DatabaseOptions::connect_timeout`]; a busy pool makes them wait up to
+/// [`DatabaseOptions::acquire_timeout`] (see `pool.rs`).
 #[derive(Clone, Debug)]
 pub struct SeaRepository {
-    db: DatabaseConnection,
+    db: Db,
 }
 
 impl SeaRepository {
@@ -103,9 +130,13 @@ impl SeaRepository {
             )));
         }
         let mut opt = ConnectOptions::new(url.to_owned());
-        opt.connect_timeout(Duration::from_secs(5))
-            .acquire_timeout(Duration::from_secs(5))
-            .sqlx_logging(false);
+        // sea-orm's connect and acquire timeouts are both sqlx's one acquire timeout.
+        let first_wait = if is_sqlite {
+            options.acquire_timeout
+        } else {
+            options.connect_timeout.min(options.acquire_timeout)
+        };
+        opt.acquire_timeout(first_wait).sqlx_logging(false);
         if is_sqlite {
             use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
             opt.map_sqlx_sqlite_opts(|o| {
@@ -138,13 +169,24 @@ impl SeaRepository {
                 opt.set_schema_search_path(schema.clone());
             }
         }
-        let db = Database::connect(opt).await.map_err(|e| {
-            Error::Unavailable(format!(
-                "cannot connect to the database at {}: {}",
-                redact_url(url),
-                scrub_url(&e.to_string(), url)
-            ))
-        })?;
+        // The first connection gets the whole patience: a database that is still starting
+        // (refusing connections) should not stop this process after one short wait.
+        let started = std::time::Instant::now();
+        let db = loop {
+            match Database::connect(opt.clone()).await {
+                Ok(db) => break db,
+                Err(sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e)))
+                    if matches!(*e, sea_orm::sqlx::Error::PoolTimedOut)
+                        && started.elapsed() < options.acquire_timeout => {}
+                Err(e) => {
+                    return Err(Error::Unavailable(format!(
+                        "cannot connect to the database at {}: {}",
+                        redact_url(url),
+                        scrub_url(&e.to_string(), url)
+                    )));
+                }
+            }
+        };
         if let (DatabaseBackend::Postgres, Some(schema)) =
             (db.get_database_backend(), &options.schema)
         {
@@ -157,7 +199,9 @@ impl SeaRepository {
                     .map_err(convert::db_err)?;
             }
         }
-        Ok(Self { db })
+        Ok(Self {
+            db: Db::new(db, options.acquire_timeout),
+        })
     }
 
     /// Applies pending migrations. Several instances starting at once may all call this:
@@ -194,7 +238,7 @@ impl SeaRepository {
 
     /// The underlying connection, for callers that need raw access (tests, tooling).
     pub fn connection(&self) -> &DatabaseConnection {
-        &self.db
+        &self.db.inner
     }
 }
 

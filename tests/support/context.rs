@@ -161,6 +161,7 @@ impl TestContext {
             url: url.clone(),
             schema: Some(schema.clone()),
             max_connections: Some(8),
+            ..DatabaseOptions::new(url.clone())
         })
         .await
         .expect("Postgres test server is reachable");

@@ -260,9 +260,13 @@ mod tests {
                     | "embeddings.timeout_secs"
                     | "knowledge.max_bytes"
                     | "knowledge.max_pages"
-                    | "knowledge.timeout_secs" => "5",
+                    | "knowledge.timeout_secs"
+                    | "database.connect_timeout_ms"
+                    | "database.acquire_timeout_secs" => "5",
                     "storage.backend" => "s3",
-                    "storage.path_style" | "webhooks.allow_private_targets" => "false",
+                    "storage.path_style" | "webhooks.allow_private_targets" | "metrics.enabled" => {
+                        "false"
+                    }
                     "webhooks.retry_schedule" => "1,2",
                     "http.cors_allowed_origins" => "https://app.test",
                     "log.format" => "json",
@@ -290,6 +294,9 @@ mod tests {
             assert_eq!(c.knowledge.max_pages, 5);
             assert_eq!(c.retention.sweep_interval_secs, 5);
             assert_eq!(c.log.format, super::super::LogFormat::Json);
+            assert!(!c.metrics.enabled);
+            assert_eq!(c.database.connect_timeout_ms, 5);
+            assert_eq!(c.database.acquire_timeout_secs, 5);
             Ok(())
         });
     }

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
@@ -82,6 +83,18 @@ impl Config {
         if db.max_connections == Some(0) {
             return Err(ConfigError::new(
                 "database.max_connections",
+                "must be at least 1",
+            ));
+        }
+        if db.connect_timeout_ms == 0 {
+            return Err(ConfigError::new(
+                "database.connect_timeout_ms",
+                "must be at least 1",
+            ));
+        }
+        if db.acquire_timeout_secs == 0 {
+            return Err(ConfigError::new(
+                "database.acquire_timeout_secs",
                 "must be at least 1",
             ));
         }
@@ -311,6 +324,12 @@ impl Config {
             url: self.database.url.clone(),
             schema: None,
             max_connections: self.database.max_connections,
+            connect_timeout: Duration::from_millis(
+                u64::try_from(self.database.connect_timeout_ms).unwrap_or(u64::MAX),
+            ),
+            acquire_timeout: Duration::from_secs(
+                u64::try_from(self.database.acquire_timeout_secs).unwrap_or(u64::MAX),
+            ),
         }
     }
 

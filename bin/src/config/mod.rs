@@ -31,9 +31,9 @@ pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
     AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
-    JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
-    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
-    TelephonyProviderConfig, WebhooksSettings,
+    JobsSettings, KnowledgeConfig, MetricsSettings, ProviderOneConfig, ProviderTwoConfig,
+    ProvidersConfig, RetentionSettings, SecretsConfig, StorageBackend, StorageConfig,
+    TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -93,6 +93,9 @@ pub const KEYS: &[&str] = &[
     "knowledge.max_bytes",
     "knowledge.max_pages",
     "knowledge.timeout_secs",
+    "metrics.enabled",
+    "database.connect_timeout_ms",
+    "database.acquire_timeout_secs",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

@@ -50,6 +50,8 @@ pub struct Config {
     pub knowledge: KnowledgeConfig,
     /// `log.*`: how the server logs.
     pub log: LogSettings,
+    /// `metrics.*`: `GET /metrics`.
+    pub metrics: MetricsSettings,
 }
 
 impl Default for Config {
@@ -71,6 +73,7 @@ impl Default for Config {
             embeddings: EmbeddingsConfig::default(),
             knowledge: KnowledgeConfig::default(),
             log: LogSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -85,6 +88,15 @@ pub struct DatabaseConfig {
     /// `database.max_connections`: pool size; the storage crate picks one when unset.
     #[serde(deserialize_with = "deserialize_opt_u32")]
     pub max_connections: Option<u32>,
+    /// `database.connect_timeout_ms`: Postgres: how long a request waits for a connection
+    /// before, if no other statement got one meanwhile, the database counts as unreachable
+    /// and the request gets 503.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub connect_timeout_ms: usize,
+    /// `database.acquire_timeout_secs`: the longest wait for a connection while the pool is
+    /// busy and the database answers.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub acquire_timeout_secs: usize,
 }
 
 impl Default for DatabaseConfig {
@@ -92,6 +104,8 @@ impl Default for DatabaseConfig {
         Self {
             url: "sqlite://voiceplane.db?mode=rwc".to_owned(),
             max_connections: None,
+            connect_timeout_ms: voiceplane_storage::DEFAULT_CONNECT_TIMEOUT.as_millis() as usize,
+            acquire_timeout_secs: voiceplane_storage::DEFAULT_ACQUIRE_TIMEOUT.as_secs() as usize,
         }
     }
 }
@@ -101,6 +115,8 @@ impl fmt::Debug for DatabaseConfig {
         f.debug_struct("DatabaseConfig")
             .field("url", &redact_url(&self.url))
             .field("max_connections", &self.max_connections)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("acquire_timeout_secs", &self.acquire_timeout_secs)
             .finish()
     }
 }
@@ -492,6 +508,22 @@ impl KnowledgeConfig {
 /// `secs` seconds; a count beyond `u64` (not on 64-bit targets) saturates.
 fn seconds(secs: usize) -> Duration {
     Duration::from_secs(u64::try_from(secs).unwrap_or(u64::MAX))
+}
+
+/// `metrics.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `metrics.enabled`: whether `GET /metrics` answers (Prometheus text format); when off,
+    /// no recorder is installed and the path is a 404.
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub enabled: bool,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
 }
 
 /// `webhooks.*`.

@@ -1,7 +1,8 @@
 //! Delivering events to webhook endpoints: the `webhook.deliver` job, one per delivery. Each
 //! run signs the event (Standard Webhooks: every secret that is still valid signs it), sends
 //! it, records the attempt, and asks to run again after the next delay of the retry schedule
-//! until the endpoint answers 2xx or the schedule is spent.
+//! until the endpoint answers 2xx or the schedule is spent. Each attempt is counted in
+//! [`crate::metrics::WEBHOOK_DELIVERY_ATTEMPTS_TOTAL`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +52,7 @@ impl JobHandler for DeliverWebhook {
             return Ok(Done::Finished);
         }
         if target.webhook_status != WebhookStatus::Enabled {
+            count_attempt(DeliveryStatus::Failed);
             let attempt = DeliveryAttempt {
                 at: now,
                 status_code: None,
@@ -100,6 +102,7 @@ impl JobHandler for DeliverWebhook {
             (false, Some(_)) => DeliveryStatus::Pending,
             (false, None) => DeliveryStatus::Failed,
         };
+        count_attempt(status);
         let attempt = DeliveryAttempt {
             at: now,
             status_code: outcome.status_code,
@@ -115,6 +118,18 @@ impl JobHandler for DeliverWebhook {
             None => Done::Finished,
         })
     }
+}
+
+/// Counts one attempt in [`crate::metrics::WEBHOOK_DELIVERY_ATTEMPTS_TOTAL`] by the status
+/// it left the delivery in.
+fn count_attempt(status: DeliveryStatus) {
+    let outcome = match status {
+        DeliveryStatus::Succeeded => "succeeded",
+        DeliveryStatus::Pending => "retrying",
+        DeliveryStatus::Failed => "failed",
+    };
+    metrics::counter!(crate::metrics::WEBHOOK_DELIVERY_ATTEMPTS_TOTAL, "outcome" => outcome)
+        .increment(1);
 }
 
 fn open_secret(

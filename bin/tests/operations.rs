@@ -1,0 +1,554 @@
+//! What an operator sees of a running server: `GET /metrics` (Prometheus text format) counts
+//! requests, jobs and webhook deliveries and shows the database pool; `metrics.enabled =
+//! false` turns it off; and while the database is unreachable requests fail fast with 503 and
+//! `Retry-After`, and succeed again as soon as it is back.
+//!
+//! The metrics tests run on a temporary SQLite file. The database outage test needs Postgres:
+//! `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test`; without it, it is
+//! skipped with a message, unless `VOICEPLANE_TEST_REQUIRE_POSTGRES=1` makes that a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+mod support;
+
+use support::{spawn_serve, temp_dir, voiceplane};
+
+const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+/// One sample of the text format: name, labels, value.
+#[derive(Debug, Clone, PartialEq)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Parses the Prometheus text format: `# HELP`/`# TYPE` comments, and `name{l="v",…} value`
+/// lines. Panics on any other line, so that the test also checks the format.
+fn parse(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("`series value`");
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("a number in {line:?}")),
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series, BTreeMap::new()),
+            Some((name, rest)) => {
+                let body = rest.strip_suffix('}').expect("labels end with }");
+                (name, parse_labels(body, line))
+            }
+        };
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !name.starts_with(|c: char| c.is_ascii_digit()),
+            "a metric name in {line:?}"
+        );
+        samples.push(Sample {
+            name: name.to_owned(),
+            labels,
+            value,
+        });
+    }
+    samples
+}
+
+fn parse_labels(body: &str, line: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (key, after) = rest.split_once("=\"").unwrap_or_else(|| panic!("{line:?}"));
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, c)) => value.push(c),
+                    None => panic!("a dangling escape in {line:?}"),
+                },
+                Some((i, '"')) => break i,
+                Some((_, c)) => value.push(c),
+                None => panic!("an unterminated label value in {line:?}"),
+            }
+        };
+        labels.insert(key.trim_start_matches(',').to_owned(), value);
+        rest = &after[end + 1..];
+        rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+    labels
+}
+
+/// The value of the sample `name` whose labels include `labels`; 0 when there is none
+/// (a counter not yet incremented).
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .find(|s| {
+            s.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map_or(0.0, |s| s.value)
+}
+
+fn has(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> bool {
+    samples.iter().any(|s| {
+        s.name == name
+            && labels
+                .iter()
+                .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+    })
+}
+
+/// `voiceplane bootstrap` with `env`: the organization id and the admin key.
+fn bootstrap(dir: &Path, env: &[(&str, &str)]) -> (String, String) {
+    let mut cmd = voiceplane(dir);
+    cmd.envs(env.iter().copied());
+    // A fresh address: on Postgres the test's public schema outlives the run.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let email = format!("ops-{nanos}@example.com");
+    let out = cmd
+        .args(["bootstrap", "--org-name", "Ops", "--admin-email", &email])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        boot["organization_id"].as_str().unwrap().to_owned(),
+        boot["api_key"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// `voiceplane serve` with `env`; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    // Kept so that the server's stderr keeps being drained.
+    _logs: std::sync::mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn spawn(dir: &Path, env: &[(&str, &str)]) -> Self {
+        let mut cmd: Command = voiceplane(dir);
+        cmd.envs(env.iter().copied());
+        let (child, base, logs) = spawn_serve(cmd);
+        Self {
+            child,
+            base,
+            _logs: logs,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    voiceplane_clients::install_crypto_provider();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn scrape(http: &reqwest::Client, base: &str) -> Vec<Sample> {
+    let resp = http.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    parse(&resp.text().await.unwrap())
+}
+
+#[test]
+fn metrics_count_requests_jobs_and_deliveries() {
+    let dir = temp_dir();
+    let env = [
+        ("VOICEPLANE_SECRETS__MASTER_KEY", MASTER_KEY),
+        ("VOICEPLANE_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
+    ];
+    let (org, key) = bootstrap(&dir, &env);
+    let server = Server::spawn(&dir, &env);
+    let base = server.base.clone();
+    runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let before = scrape(&http, &base).await;
+        let list = [("operation", "agent_list"), ("status", "200")];
+        let listed_before = value(&before, "voiceplane_http_requests_total", &list);
+
+        const N: usize = 7;
+        for _ in 0..N {
+            let resp = http
+                .get(format!("{base}/api/agents"))
+                .header("X-API-Key", &key)
+                .header("X-Organization-Id", &org)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+        }
+        let resp = http.get(format!("{base}/api/agents")).send().await.unwrap();
+        assert_eq!(resp.status(), 401);
+        for path in ["/nope", "/api/agents/agent_0123456789abcdef/nothing/here"] {
+            let resp = http.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(resp.status(), 404);
+        }
+
+        let after = scrape(&http, &base).await;
+        assert_eq!(
+            value(&after, "voiceplane_http_requests_total", &list) - listed_before,
+            N as f64,
+            "{after:?}"
+        );
+        assert!(
+            value(
+                &after,
+                "voiceplane_http_requests_total",
+                &[("operation", "agent_list"), ("status", "401")]
+            ) >= 1.0
+        );
+        assert!(
+            value(
+                &after,
+                "voiceplane_http_requests_total",
+                &[("operation", "unmatched"), ("status", "404")]
+            ) >= 2.0
+        );
+        // Unknown paths share one label value: no series per path.
+        assert!(
+            after
+                .iter()
+                .filter(|s| s.name == "voiceplane_http_requests_total")
+                .all(|s| !s.labels["operation"].contains('/')),
+            "{after:?}"
+        );
+        // The latency histogram, in seconds, with buckets.
+        let op = [("operation", "agent_list")];
+        assert!(
+            value(
+                &after,
+                "voiceplane_http_request_duration_seconds_count",
+                &op
+            ) >= N as f64
+        );
+        assert!(has(
+            &after,
+            "voiceplane_http_request_duration_seconds_sum",
+            &op
+        ));
+        assert!(
+            value(
+                &after,
+                "voiceplane_http_request_duration_seconds_bucket",
+                &[("operation", "agent_list"), ("le", "+Inf")]
+            ) >= N as f64
+        );
+        assert!(has(
+            &after,
+            "voiceplane_http_request_duration_seconds_bucket",
+            &[("operation", "agent_list"), ("le", "0.005")]
+        ));
+        // The database pool, read at scrape time (SQLite file: 8 connections).
+        assert!(has(
+            &after,
+            "voiceplane_db_pool_connections",
+            &[("state", "in_use")]
+        ));
+        assert!(has(
+            &after,
+            "voiceplane_db_pool_connections",
+            &[("state", "idle")]
+        ));
+        assert_eq!(
+            value(&after, "voiceplane_db_pool_max_connections", &[]),
+            8.0
+        );
+        // The recurring sweeps wait in the queue.
+        assert_eq!(
+            value(
+                &after,
+                "voiceplane_jobs",
+                &[("kind", "events.sweep"), ("state", "scheduled")]
+            ),
+            1.0,
+            "{after:?}"
+        );
+
+        // A webhook test delivery: a job runs and an attempt succeeds.
+        let receiver = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(wiremock::ResponseTemplate::new(204))
+            .mount(&receiver)
+            .await;
+        let created: Value = http
+            .post(format!("{base}/api/webhooks"))
+            .header("X-API-Key", &key)
+            .header("X-Organization-Id", &org)
+            .json(&json!({"url": format!("{}/hook", receiver.uri()), "events": ["*"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let webhook = created["data"]["webhook_id"].as_str().unwrap();
+        let resp = http
+            .post(format!("{base}/api/webhooks/{webhook}/test"))
+            .header("X-API-Key", &key)
+            .header("X-Organization-Id", &org)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 202);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let done = loop {
+            let samples = scrape(&http, &base).await;
+            let ran = value(
+                &samples,
+                "voiceplane_job_runs_total",
+                &[("kind", "webhook.deliver"), ("outcome", "succeeded")],
+            );
+            if ran >= 1.0 {
+                break samples;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no delivery job ran: {samples:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(
+            value(
+                &done,
+                "voiceplane_webhook_delivery_attempts_total",
+                &[("outcome", "succeeded")]
+            ) >= 1.0,
+            "{done:?}"
+        );
+        assert_eq!(
+            value(
+                &done,
+                "voiceplane_jobs",
+                &[("kind", "webhook.deliver"), ("state", "due")]
+            ),
+            0.0
+        );
+
+        // Typed and described.
+        let text = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for line in [
+            "# TYPE voiceplane_http_requests_total counter",
+            "# TYPE voiceplane_http_request_duration_seconds histogram",
+            "# TYPE voiceplane_jobs gauge",
+            "# HELP voiceplane_db_pool_connections ",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+
+        // Only GET and HEAD.
+        let resp = http.post(format!("{base}/metrics")).send().await.unwrap();
+        assert_eq!(resp.status(), 405);
+        assert_eq!(resp.headers()["allow"], "GET, HEAD");
+        let resp = http.head(format!("{base}/metrics")).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metrics_can_be_turned_off() {
+    let dir = temp_dir();
+    let server = Server::spawn(&dir, &[("VOICEPLANE_METRICS__ENABLED", "false")]);
+    runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let resp = http
+            .get(format!("{}/metrics", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404);
+        let body: Value = resp.json().await.unwrap();
+        assert!(body["detail"].is_string(), "{body}");
+        let resp = http
+            .get(format!("{}/healthz", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A TCP proxy in front of Postgres on a fixed local port, which can be stopped (listener and
+/// every forwarded connection closed: the database "refuses") and started again.
+struct Proxy {
+    port: u16,
+    upstream: String,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut proxy = Self {
+            port,
+            upstream,
+            task: None,
+        };
+        proxy.run(listener);
+        proxy
+    }
+
+    fn run(&mut self, listener: TcpListener) {
+        let upstream = self.upstream.clone();
+        self.task = Some(tokio::spawn(async move {
+            // Dropping the set (when this task is aborted) aborts every forwarder, closing
+            // both of its sockets.
+            let mut forwarders = JoinSet::new();
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let upstream = upstream.clone();
+                forwarders.spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                while forwarders.try_join_next().is_some() {}
+            }
+        }));
+    }
+
+    async fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    async fn restart(&mut self) {
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
+        self.run(listener);
+    }
+}
+
+#[test]
+fn requests_fail_fast_while_the_database_is_unreachable() {
+    let Ok(url) = std::env::var("VOICEPLANE_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("VOICEPLANE_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "VOICEPLANE_TEST_REQUIRE_POSTGRES=1 but VOICEPLANE_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!(
+            "SKIPPED requests_fail_fast_while_the_database_is_unreachable: \
+             VOICEPLANE_TEST_POSTGRES_URL is not set"
+        );
+        return;
+    };
+    let rt = runtime();
+    let parsed = reqwest::Url::parse(&url).unwrap();
+    let upstream = format!(
+        "{}:{}",
+        parsed.host_str().unwrap(),
+        parsed.port().unwrap_or(5432)
+    );
+    let mut proxy = rt.block_on(Proxy::start(upstream));
+    let mut through = parsed.clone();
+    through.set_host(Some("127.0.0.1")).unwrap();
+    through.set_port(Some(proxy.port)).unwrap();
+    let dir = temp_dir();
+    let env = [("VOICEPLANE_DATABASE__URL", through.as_str())];
+    let (org, key) = bootstrap(&dir, &env);
+    let server = Server::spawn(&dir, &env);
+    let base = server.base.clone();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let list = || {
+            http.get(format!("{base}/api/agents"))
+                .header("X-API-Key", &key)
+                .header("X-Organization-Id", &org)
+                .send()
+        };
+        for _ in 0..3 {
+            assert_eq!(list().await.unwrap().status(), 200);
+        }
+
+        proxy.stop().await;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let resp = list().await.unwrap();
+            let took = started.elapsed();
+            assert_eq!(resp.status(), 503);
+            assert!(
+                took < Duration::from_secs(1),
+                "503 within a second, took {took:?}"
+            );
+            assert!(resp.headers().contains_key("retry-after"));
+            let body: Value = resp.json().await.unwrap();
+            let detail = body["detail"].as_str().unwrap();
+            assert!(detail.contains("database"), "{detail}");
+            for leak in ["127.0.0.1", "postgres", &proxy.port.to_string()] {
+                assert!(!detail.contains(leak), "{detail}");
+            }
+        }
+
+        proxy.restart().await;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let status = list().await.unwrap().status();
+            if status == 200 {
+                break;
+            }
+            assert_eq!(status, 503);
+            assert!(
+                Instant::now() < deadline,
+                "still 503 after the database is back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        proxy.stop().await;
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
