@@ -89,6 +89,13 @@ const FIELDS: &[(&str, &str)] = &[
         "NewMessage.text",
         r#""Hi, I'd like to move my appointment to Friday.""#,
     ),
+    // A transcript line is the caller speaking; a tool's own fields show on tools.
+    ("NewMessage.tool_name", "null"),
+    ("NewMessage.tool_arguments", "null"),
+    ("NewMessage.tool_result", "null"),
+    ("CallMessage.tool_name", "null"),
+    ("CallMessage.tool_arguments", "null"),
+    ("CallMessage.tool_result", "null"),
     ("tool_name", r#""lookup_order""#),
     ("tool_arguments", r#"{"order_id": "A-1001"}"#),
     (
@@ -129,11 +136,11 @@ const FIELDS: &[(&str, &str)] = &[
     ("filename", r#""opening-hours.pdf""#),
     (
         "storage_key",
-        r#""kb/org_3f9a0c1d2e4b5a6c/doc_5b7e2a9c4d1f8e3a.pdf""#,
+        r#""kb/org_7c1e9a3b5d2f4e6a/doc_0c2d4e6f8a0b1c2d.pdf""#,
     ),
     (
         "storage_uri",
-        r#""voiceplane://kb/org_3f9a0c1d2e4b5a6c/doc_5b7e2a9c4d1f8e3a.pdf""#,
+        r#""voiceplane://kb/org_7c1e9a3b5d2f4e6a/doc_0c2d4e6f8a0b1c2d.pdf""#,
     ),
     ("processing_error", "null"),
     ("size", "48213"),
@@ -146,7 +153,7 @@ const FIELDS: &[(&str, &str)] = &[
     // Recordings.
     (
         "RecordingLink.url",
-        r#""https://voiceplane.example.com/recordings/org_3f9a0c1d2e4b5a6c/call_7c1e9a3b5d2f4e6a.wav?expires=1769864400&sig=8d0f4b6e2a9c""#,
+        r#""https://voiceplane.example.com/recordings/org_7c1e9a3b5d2f4e6a/call_4e6a8b0c2d4e6f8a0b1c2d3e.wav?expires=1769864400&sig=8d0f4b6e2a9c""#,
     ),
     ("RecordingLink.content_type", r#""audio/wav""#),
     ("RecordingLink.filename", r#""recording_+14155550123.wav""#),
@@ -197,7 +204,7 @@ const FIELDS: &[(&str, &str)] = &[
     ("last_error", r#""the endpoint answered 500""#),
     (
         "Event.data",
-        r#"{"call_sid": "call_7c1e9a3b5d2f4e6a", "status": "completed"}"#,
+        r#"{"call_sid": "call_4e6a8b0c2d4e6f8a0b1c2d3e", "status": "queued"}"#,
     ),
     // Lists.
     (
