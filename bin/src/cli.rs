@@ -1,4 +1,4 @@
-//! The command line: `voiceplane [--config PATH] [serve | migrate | bootstrap …]`, where
+//! The command line: `voiceplane [--config PATH] [serve | migrate | bootstrap … | openapi]`, where
 //! `serve` is the default and `--config` may be given before or after the subcommand.
 
 use std::path::PathBuf;
@@ -27,6 +27,9 @@ pub enum Command {
     Migrate,
     /// Create an organization, its first admin and an admin API key; print them as JSON.
     Bootstrap(BootstrapArgs),
+    /// Print the OpenAPI 3.1 document (what `GET /api/openapi.json` serves) and exit; needs
+    /// no database, storage or configuration.
+    Openapi,
 }
 
 /// Arguments of `voiceplane bootstrap`.
@@ -74,5 +77,7 @@ mod tests {
             }))
         );
         assert!(Cli::try_parse_from(["voiceplane", "bootstrap", "--org-name", "A"]).is_err());
+        let cli = Cli::try_parse_from(["voiceplane", "openapi"]).unwrap();
+        assert_eq!(cli.command, Some(Command::Openapi));
     }
 }

@@ -443,6 +443,14 @@ impl Signals {
 /// once the configuration is loaded, in its `log.format` (see [`init_tracing_as`]; a
 /// subscriber installed before is kept). Errors are printed as one line on stderr.
 pub async fn run(cli: Cli) -> ExitCode {
+    if cli.command == Some(Command::Openapi) {
+        // The document is built from the route table and the types alone: no configuration
+        // is read, so it can be written out on a machine with nothing set up.
+        return match print_json_line(voiceplane_http::openapi::document()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => report(&e),
+        };
+    }
     let loaded = match Config::load(cli.config.as_deref()) {
         Ok(loaded) => loaded,
         Err(e) => return report(&Error::Config(e)),
@@ -478,6 +486,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 redact_url(&config.database.url)
             );
         }),
+        Command::Openapi => print_json_line(voiceplane_http::openapi::document()),
         Command::Bootstrap(args) => {
             let input = BootstrapInput {
                 org_name: args.org_name,

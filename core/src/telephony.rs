@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 
 /// Telephony providers an integration can hold credentials for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TelephonyProvider {
     /// Twilio: `{account_sid, auth_token}`.

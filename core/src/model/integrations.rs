@@ -36,6 +36,10 @@ pub struct Integration {
     /// Name.
     pub name: String,
     /// `twilio` or `telnyx`.
+    #[cfg_attr(
+        feature = "openapi",
+        schemars(with = "crate::telephony::TelephonyProvider")
+    )]
     pub provider: String,
     /// e.g. `telephony`.
     pub category: String,
@@ -47,9 +51,9 @@ pub struct Integration {
     pub updated_at: Timestamp,
 }
 
-/// Body of `POST /api/integrations`.
+/// Body of `POST /api/integrations`. Its schema (in `schema` below) is one shape per provider,
+/// told apart by `provider`, because the credentials' fields depend on it.
 #[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewIntegration {
     /// Name, 1–200 characters.
@@ -76,5 +80,123 @@ pub struct IntegrationUpdate {
     /// Replacement credentials for the same provider; the status returns to `active` until
     /// validated again.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schemars(schema_with = "schema::any_credentials"))]
     pub credentials: Option<serde_json::Value>,
+}
+
+/// The schemas of the integration bodies by provider. The bodies keep `credentials` as JSON
+/// (checked by [`crate::telephony::TelephonyCredentials::parse`], whose errors name the
+/// field), so the per-provider shapes are described by these schema-only types, which say
+/// exactly what `parse` accepts.
+#[cfg(feature = "openapi")]
+mod schema {
+    use std::borrow::Cow;
+
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+    use super::NewIntegration;
+
+    /// Twilio credentials.
+    #[derive(JsonSchema)]
+    #[schemars(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub(super) struct TwilioCredentials {
+        /// The account SID: `AC` followed by 32 hex digits.
+        #[schemars(regex(pattern = "^AC[0-9a-fA-F]{32}$"))]
+        account_sid: String,
+        /// The account's auth token; stored encrypted and never returned.
+        #[schemars(length(min = 1, max = 512), extend("format" = "password", "writeOnly" = true))]
+        auth_token: String,
+    }
+
+    /// Telnyx credentials.
+    #[derive(JsonSchema)]
+    #[schemars(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub(super) struct TelnyxCredentials {
+        /// The API key (v2); stored encrypted and never returned.
+        #[schemars(length(min = 1, max = 512), extend("format" = "password", "writeOnly" = true))]
+        api_key: String,
+    }
+
+    /// The `provider` of a Twilio integration.
+    #[derive(JsonSchema)]
+    #[schemars(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum TwilioProvider {
+        Twilio,
+    }
+
+    /// The `provider` of a Telnyx integration.
+    #[derive(JsonSchema)]
+    #[schemars(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum TelnyxProvider {
+        Telnyx,
+    }
+
+    /// A Twilio integration to store.
+    #[derive(JsonSchema)]
+    #[schemars(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct NewTwilioIntegration {
+        /// Name, 1–200 characters.
+        name: String,
+        /// `twilio`.
+        provider: TwilioProvider,
+        /// e.g. `telephony`.
+        category: String,
+        /// The account's credentials.
+        credentials: TwilioCredentials,
+    }
+
+    /// A Telnyx integration to store.
+    #[derive(JsonSchema)]
+    #[schemars(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct NewTelnyxIntegration {
+        /// Name, 1–200 characters.
+        name: String,
+        /// `telnyx`.
+        provider: TelnyxProvider,
+        /// e.g. `telephony`.
+        category: String,
+        /// The account's credentials.
+        credentials: TelnyxCredentials,
+    }
+
+    /// `oneOf` the providers' credentials (or `null`, which changes nothing), for a body that
+    /// does not name the provider (the integration's own is meant).
+    pub(super) fn any_credentials(generator: &mut SchemaGenerator) -> Schema {
+        let twilio = generator.subschema_for::<TwilioCredentials>();
+        let telnyx = generator.subschema_for::<TelnyxCredentials>();
+        json_schema!({
+            "description": "Replacement credentials of the integration's provider: \
+                `{account_sid, auth_token}` for twilio, `{api_key}` for telnyx. The status \
+                returns to `active` until validated again. Absent or `null`: unchanged.",
+            "oneOf": [twilio, telnyx, {"type": "null"}],
+        })
+    }
+
+    impl JsonSchema for NewIntegration {
+        fn schema_name() -> Cow<'static, str> {
+            "NewIntegration".into()
+        }
+
+        /// One shape per provider, told apart by `provider` (an OpenAPI discriminator).
+        fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+            let twilio = generator.subschema_for::<NewTwilioIntegration>();
+            let telnyx = generator.subschema_for::<NewTelnyxIntegration>();
+            let mapping = serde_json::json!({
+                "twilio": twilio.get("$ref"),
+                "telnyx": telnyx.get("$ref"),
+            });
+            json_schema!({
+                "description": "Body of `POST /api/integrations`: a name, a category and the \
+                    credentials of the provider named by `provider`.",
+                "oneOf": [twilio, telnyx],
+                "discriminator": {"propertyName": "provider", "mapping": mapping},
+            })
+        }
+    }
 }

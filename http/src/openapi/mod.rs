@@ -30,6 +30,8 @@
 //! checks it against the route table and validates real responses of a scenario against the
 //! schemas it declares.
 
+mod descriptions;
+mod examples;
 mod generators;
 mod paths;
 mod spec;
@@ -93,6 +95,13 @@ impl Reply for OpenApiDocument {
                 "type": "object",
                 "description": "An OpenAPI 3.1 document.",
                 "required": ["openapi", "info", "paths", "components"],
+                "properties": {
+                    "openapi": {"type": "string", "description": "The OpenAPI version."},
+                    "info": {"type": "object", "description": "Title, version, license."},
+                    "paths": {"type": "object", "description": "Every operation, by path."},
+                    "components": {"type": "object", "description": "Schemas and the rest."},
+                },
+                "additionalProperties": true,
             }),
         };
     }
@@ -124,10 +133,16 @@ fn build() -> Built {
     let components = schemas.into_components(&mut problems);
 
     let mut error_responses = Map::new();
-    for (_, name, description) in paths::ERRORS {
+    for (status, name, description) in paths::ERRORS {
+        // Every 503 says when to try again (`ApiError`'s one constructor adds the header).
+        let headers: &[(&str, &str)] = if *status == 503 {
+            &[("Retry-After", "RetryAfter")]
+        } else {
+            &[]
+        };
         error_responses.insert(
             (*name).to_owned(),
-            paths::response_object(description, paths::json_content(error.clone()), &[]),
+            paths::response_object(description, paths::json_content(error.clone()), headers),
         );
     }
 
@@ -195,6 +210,18 @@ fn build() -> Built {
                     "description": "The organization the request acts in.",
                     "schema": {"type": "string", "pattern": format!("^{}", IdKind::Organization.prefix())},
                 },
+                "RequestId": {
+                    "name": "X-Request-Id",
+                    "in": "header",
+                    "required": false,
+                    "description": "An id of the caller's for this request: logged with it and \
+                        sent back in the response's `X-Request-Id`. Any other value (or none) \
+                        gets a generated id instead.",
+                    "schema": {
+                        "type": "string",
+                        "pattern": format!("^[!-~]{{1,{}}}$", crate::MAX_REQUEST_ID_LEN),
+                    },
+                },
             },
             "headers": {
                 "Location": {
@@ -231,6 +258,11 @@ fn build() -> Built {
                     "description": "`bytes <first>-<last>/<size>`.",
                     "schema": {"type": "string"},
                 },
+                "RetryAfter": {
+                    "required": true,
+                    "description": "Seconds to wait before trying again.",
+                    "schema": {"type": "integer", "minimum": 0, "examples": [crate::error::RETRY_AFTER_SECS]},
+                },
                 "AcceptRanges": {
                     "required": true,
                     "description": "`bytes`.",
@@ -254,6 +286,7 @@ fn build() -> Built {
         },
     });
     generators::enums_for_generators(&mut document);
+    examples::add(&mut document);
     Built { document, problems }
 }
 
@@ -338,6 +371,40 @@ mod tests {
             ["schema"]["properties"]["data"];
         assert_eq!(agent["$ref"], "#/components/schemas/Agent");
         assert!(document()["components"]["schemas"]["RecordingReady"].is_object());
+    }
+
+    /// Every 503 of the document, wherever it is declared, says when to retry.
+    #[test]
+    fn every_503_declares_retry_after() {
+        let doc = document();
+        let mut seen = 0;
+        for item in doc["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.values())
+        {
+            for op in item.as_object().into_iter().flat_map(|o| o.values()) {
+                let Some(response) = op["responses"].get("503") else {
+                    continue;
+                };
+                let response = match response["$ref"].as_str() {
+                    Some(r) => doc
+                        .pointer(r.trim_start_matches('#'))
+                        .unwrap_or(&Value::Null),
+                    None => response,
+                };
+                let header = &response["headers"]["Retry-After"];
+                let header = match header["$ref"].as_str() {
+                    Some(r) => doc
+                        .pointer(r.trim_start_matches('#'))
+                        .unwrap_or(&Value::Null),
+                    None => header,
+                };
+                assert_eq!(header["schema"]["type"], "integer", "{}", op["operationId"]);
+                seen += 1;
+            }
+        }
+        assert!(seen > 50, "only {seen} operations declare a 503");
     }
 
     #[tokio::test]

@@ -311,10 +311,19 @@ pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value 
             params.push(param_ref("IfNoneMatch"));
         }
     }
+    // Every operation takes the caller's own request id. Declaring it also makes
+    // openapi-python-client (0.29) import `Unset` in every endpoint module, which its template
+    // uses but forgets to import for a required body of two media types
+    // (openapi-generators/openapi-python-client#1451: `document_create`'s JSON or multipart).
+    params.push(param_ref("RequestId"));
 
     let mut object = Map::new();
     object.insert("operationId".to_owned(), json!(meta.id));
     object.insert("summary".to_owned(), json!(meta.summary));
+    object.insert(
+        "description".to_owned(),
+        json!(super::descriptions::of(meta.id)),
+    );
     object.insert("tags".to_owned(), json!([meta.tag()]));
     match op.auth {
         Auth::Organization => {}

@@ -5,10 +5,13 @@
 //! - the answers of a realistic scenario (every operation at least once, plus errors) validate
 //!   against the schema the document declares for their route and status, and the JSON
 //!   bodies the scenario sends validate against the documented request schemas (`checker`,
-//!   `scenario`), with the `jsonschema` crate, strictly (`schema`).
+//!   `scenario`), with the `jsonschema` crate, strictly (`schema`);
+//! - every JSON request body and success response has an example, and every example
+//!   validates against its schema (`examples`).
 
 mod checker;
 mod document;
+mod examples;
 mod scenario;
 mod schema;
 mod steps;

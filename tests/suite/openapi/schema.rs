@@ -20,6 +20,8 @@ pub(super) const VALIDATED: &[&str] = &[
     "minimum",
     "maximum",
     "pattern",
+    "minLength",
+    "maxLength",
     "properties",
     "required",
     "additionalProperties",
@@ -38,6 +40,8 @@ pub(super) const ANNOTATIONS: &[&str] = &[
     "deprecated",
     "readOnly",
     "writeOnly",
+    // OpenAPI's: which `oneOf` alternative a body is, by a property the alternatives pin.
+    "discriminator",
     "contentMediaType",
     "contentEncoding",
     "$comment",
