@@ -6,7 +6,10 @@
 #   3. `openapi-python-client` generates a Python client from it, and
 #      `tests/clients/python/scenario.py` drives a live `voiceplane serve` (debug build, a
 #      throwaway SQLite database and storage folder, an organization and key from
-#      `voiceplane bootstrap`) through that client's functions.
+#      `voiceplane bootstrap`) through that client's functions;
+#   4. `openapi-typescript` generates TypeScript types from it, and `tsc --strict` compiles
+#      `tests/clients/typescript/check.ts` against them (request bodies that leave out what
+#      the server defaults; answers with what the API promises).
 #
 # The document is written by `voiceplane openapi` (no server needed). The Python tools live
 # in a virtualenv and Redocly in an npm prefix, both under "$CI_CACHE" and keyed by their
@@ -19,8 +22,12 @@ CI_CACHE="${VOICEPLANE_CI_CACHE:-$HOME/.cache/voiceplane-ci}"
 OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
 OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
 REDOCLY_VERSION=2.77.0
+# openapi-typescript 7.13 needs TypeScript 5.9 (7.x breaks it).
+OPENAPI_TYPESCRIPT_VERSION=7.13.0
+TYPESCRIPT_VERSION=5.9.3
 PY_ENV="$CI_CACHE/openapi-python-$OPENAPI_SPEC_VALIDATOR_VERSION-$OPENAPI_PYTHON_CLIENT_VERSION"
 NPM_PREFIX="$CI_CACHE/redocly-cli-$REDOCLY_VERSION"
+TS_PREFIX="$CI_CACHE/openapi-typescript-$OPENAPI_TYPESCRIPT_VERSION-typescript-$TYPESCRIPT_VERSION"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/voiceplane-ci-openapi.XXXXXX")"
 SERVER_PID=""
@@ -62,6 +69,16 @@ redocly_tool() {
     npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
       "@redocly/cli@$REDOCLY_VERSION"
     touch "$NPM_PREFIX/.complete"
+  fi
+}
+
+typescript_tools() {
+  if [ ! -f "$TS_PREFIX/.complete" ]; then
+    echo "ci: installing openapi-typescript $OPENAPI_TYPESCRIPT_VERSION and typescript $TYPESCRIPT_VERSION into $TS_PREFIX"
+    rm -rf "$TS_PREFIX"
+    npm install --prefix "$TS_PREFIX" --no-audit --no-fund --loglevel=error \
+      "openapi-typescript@$OPENAPI_TYPESCRIPT_VERSION" "typescript@$TYPESCRIPT_VERSION"
+    touch "$TS_PREFIX/.complete"
   fi
 }
 
@@ -145,12 +162,26 @@ serve_and_drive() {
   }
 }
 
+typescript_types() {
+  mkdir -p "$WORK/typescript"
+  "$TS_PREFIX/node_modules/.bin/openapi-typescript" "$WORK/openapi.json" \
+    --output "$WORK/typescript/api.ts" >"$WORK/typescript.log" 2>&1 || {
+    cat "$WORK/typescript.log" >&2
+    return 1
+  }
+  cp tests/clients/typescript/check.ts "$WORK/typescript/"
+  "$TS_PREFIX/node_modules/.bin/tsc" --noEmit --strict --target es2022 --module esnext \
+    --moduleResolution bundler "$WORK/typescript/check.ts"
+}
+
 started=$SECONDS
 step "install the Python tools (cached)" python_tools
 step "install Redocly CLI (cached)" redocly_tool
+step "install openapi-typescript and TypeScript (cached)" typescript_tools
 step "write the document (voiceplane openapi)" binary
 step "openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION" validate
 step "redocly lint ($REDOCLY_VERSION)" lint
 step "openapi-python-client $OPENAPI_PYTHON_CLIENT_VERSION generate" generate
 step "Python client scenario against voiceplane serve" serve_and_drive
+step "openapi-typescript $OPENAPI_TYPESCRIPT_VERSION types under tsc --strict" typescript_types
 echo "ci: openapi: all steps took $((SECONDS - started)) s"

@@ -4,7 +4,8 @@
 //! schemas, each with its own description. That is valid JSON Schema, but most OpenAPI
 //! generators make it a union of anonymous types rather than an enum, so here it becomes
 //! `{"type": "string", "enum": […]}` with the variants' descriptions folded into the
-//! description as a list.
+//! description as a list. A `default` moves into the description too (see
+//! [`defaults_as_prose`]).
 
 use serde_json::{Map, Value};
 
@@ -76,6 +77,45 @@ fn fold_const_one_of(map: &mut Map<String, Value>) {
     }
 }
 
+/// Moves every schema's `default` into its description ("Defaults to `false`.").
+///
+/// `default` is documentation only (the server fills absent fields itself), but
+/// openapi-typescript 7 reads it as "always present" and makes such fields required, so a
+/// generated client could not leave out `recording_enabled` of a new agent. A `null` default
+/// (an absent optional field) says nothing a reader needs and is dropped.
+pub(super) fn defaults_as_prose(value: &mut Value) {
+    walk_defaults(value, false);
+}
+
+/// `in_properties`: `value` is a `properties` map, whose keys are field names, not keywords.
+fn walk_defaults(value: &mut Value, in_properties: bool) {
+    match value {
+        Value::Object(map) => {
+            if !in_properties && let Some(default) = map.remove("default") {
+                if !default.is_null() {
+                    let note = format!("Defaults to `{default}`.");
+                    let description = match map.get("description").and_then(Value::as_str) {
+                        Some(own) => format!("{own}\n\n{note}"),
+                        None => note,
+                    };
+                    map.insert("description".to_owned(), Value::from(description));
+                }
+            }
+            for (key, child) in map.iter_mut() {
+                // Values, not schemas: a `default` inside them is data.
+                if !in_properties
+                    && matches!(key.as_str(), "example" | "examples" | "const" | "enum")
+                {
+                    continue;
+                }
+                walk_defaults(child, !in_properties && key == "properties");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| walk_defaults(v, false)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -111,5 +151,32 @@ mod tests {
         let before = schema.clone();
         enums_for_generators(&mut schema);
         assert_eq!(schema, before);
+    }
+
+    #[test]
+    fn defaults_become_prose_and_fields_named_default_stay() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "recording_enabled": {"type": "boolean", "default": false, "description": "Record."},
+                "status": {"type": ["string", "null"], "default": null},
+                "default": {"type": "string", "default": "x"},
+            },
+            "examples": [{"default": "kept"}],
+        });
+        defaults_as_prose(&mut schema);
+        assert_eq!(
+            schema["properties"]["recording_enabled"],
+            json!({"type": "boolean", "description": "Record.\n\nDefaults to `false`."})
+        );
+        assert_eq!(
+            schema["properties"]["status"],
+            json!({"type": ["string", "null"]})
+        );
+        assert_eq!(
+            schema["properties"]["default"],
+            json!({"type": "string", "description": "Defaults to `\"x\"`."})
+        );
+        assert_eq!(schema["examples"], json!([{"default": "kept"}]));
     }
 }

@@ -286,6 +286,7 @@ fn build() -> Built {
         },
     });
     generators::enums_for_generators(&mut document);
+    generators::defaults_as_prose(&mut document);
     examples::add(&mut document);
     Built { document, problems }
 }
