@@ -91,15 +91,16 @@ pub(super) fn defaults_as_prose(value: &mut Value) {
 fn walk_defaults(value: &mut Value, in_properties: bool) {
     match value {
         Value::Object(map) => {
-            if !in_properties && let Some(default) = map.remove("default") {
-                if !default.is_null() {
-                    let note = format!("Defaults to `{default}`.");
-                    let description = match map.get("description").and_then(Value::as_str) {
-                        Some(own) => format!("{own}\n\n{note}"),
-                        None => note,
-                    };
-                    map.insert("description".to_owned(), Value::from(description));
-                }
+            if !in_properties
+                && let Some(default) = map.remove("default")
+                && !default.is_null()
+            {
+                let note = format!("Defaults to `{default}`.");
+                let description = match map.get("description").and_then(Value::as_str) {
+                    Some(own) => format!("{own}\n\n{note}"),
+                    None => note,
+                };
+                map.insert("description".to_owned(), Value::from(description));
             }
             for (key, child) in map.iter_mut() {
                 // Values, not schemas: a `default` inside them is data.
