@@ -110,7 +110,6 @@ impl ApiError {
     }
 
     /// The status this error answers with.
-    #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
         self.status
     }

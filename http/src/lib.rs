@@ -68,6 +68,7 @@ mod extract;
 mod multipart;
 pub mod openapi;
 mod ops;
+mod protect;
 mod query;
 mod recordings;
 mod response;
@@ -87,6 +88,10 @@ use tracing::Instrument;
 use voiceplane_core::Service;
 
 pub use error::status_for;
+pub use protect::idempotency::{
+    IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
+    MAX_STORED_BODY_BYTES,
+};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
 
 use crate::error::ApiError;
@@ -217,6 +222,10 @@ impl Api {
                     .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             }
             response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
+            response.headers_mut().insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
             let status = response.status();
             let span = tracing::Span::current();
             span.record("status", status.as_u16());
@@ -242,7 +251,7 @@ impl Api {
             Ok(route) => {
                 tracing::Span::current().record("operation", route.operation_id());
                 let (parts, body) = req.into_parts();
-                router::dispatch(self, route, parts, endpoint::boxed(body)).await
+                protect::run(self, route, parts, endpoint::boxed(body)).await
             }
             Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
             Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(

@@ -30,6 +30,7 @@ mod auth;
 mod concurrency;
 mod envelopes;
 mod health;
+mod idempotency;
 mod jobs;
 mod mount;
 mod openapi;

@@ -179,6 +179,13 @@ fn build() -> Built {
                     "description": "The organization the request acts in.",
                     "schema": {"type": "string", "pattern": format!("^{}", IdKind::Organization.prefix())},
                 },
+                "IdempotencyKey": {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": false,
+                    "description": "Makes a retry safe: the same key from the same credential with the same method, path and body within 24 h gets the first answer again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`. Another request under the key: 422; the first still running: 409. 5xx answers (and 408, 409, 425, 429) are not kept, so their retry runs again.",
+                    "schema": {"type": "string", "description": "1 to 255 visible ASCII characters (400 otherwise)."},
+                },
             },
             "headers": {
                 "RequestId": {

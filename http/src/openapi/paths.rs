@@ -48,7 +48,8 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
         409,
         "Conflict",
         "The change conflicts with the current state (a duplicate, or a reference that \
-         blocks it); the detail says what to do first.",
+         blocks it; or the first request with this `Idempotency-Key` is still running); the \
+         detail says what to do first.",
     ),
     (
         413,
@@ -64,6 +65,12 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
         416,
         "RangeNotSatisfiable",
         "The requested range lies outside the recording.",
+    ),
+    (
+        422,
+        "UnprocessableContent",
+        "This `Idempotency-Key` was already used with a different request (method, path or \
+         body).",
     ),
     (
         502,
@@ -100,6 +107,10 @@ fn path_param(name: &str) -> Value {
 /// Public operations declare all of theirs.
 fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u16> {
     let mut statuses: Vec<u16> = meta.errors.to_vec();
+    if meta.method == "POST" {
+        // `Idempotency-Key`: still running, or used with another request.
+        statuses.extend([409, 422]);
+    }
     if op.auth != Auth::Public {
         statuses.extend([401, 403, 503]);
         if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
@@ -275,6 +286,9 @@ pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value 
         params.push(param_ref("OrganizationId"));
     }
     params.extend(op.parameters.iter().cloned());
+    if meta.method == "POST" {
+        params.push(param_ref("IdempotencyKey"));
+    }
 
     let mut object = Map::new();
     object.insert("operationId".to_owned(), json!(meta.id));
