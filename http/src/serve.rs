@@ -52,7 +52,9 @@ pub async fn serve(
                         tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
                     let api = api.clone();
-                    let service = service_fn(move |req| {
+                    let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                        // The client's address, for the per-IP limit of failed authentications.
+                        req.extensions_mut().insert(peer);
                         let api = api.clone();
                         async move { Ok::<_, Infallible>(api.handle(req).await) }
                     });
