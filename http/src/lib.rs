@@ -92,6 +92,10 @@ pub use protect::idempotency::{
     IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
     MAX_STORED_BODY_BYTES,
 };
+pub use protect::ratelimit::{
+    DEFAULT_AUTH_FAILURES_PER_MINUTE, DEFAULT_BURST, DEFAULT_PER_SECOND, IpNetwork,
+    RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET, RateLimits,
+};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve};
 
 use crate::error::ApiError;
@@ -144,6 +148,8 @@ impl Default for HttpConfig {
 pub struct Api {
     service: Arc<Service>,
     config: HttpConfig,
+    /// Rate limits, when [`Api::with_rate_limits`] set them.
+    limits: Option<Arc<protect::ratelimit::Limiters>>,
 }
 
 impl Api {
@@ -152,7 +158,20 @@ impl Api {
         Self {
             service,
             config: HttpConfig::default(),
+            limits: None,
         }
+    }
+
+    /// The same API with rate limits (none by default): per credential, and on failed
+    /// authentications per client IP. The limits live in this process, shared by the API's
+    /// clones; see [`RateLimits`].
+    ///
+    /// The client IP is the connection's peer, which [`serve()`] puts in each request's
+    /// extensions as a [`std::net::SocketAddr`]; a server that mounts the API should do the
+    /// same, or failed authentications go unlimited.
+    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.limits = Some(Arc::new(protect::ratelimit::Limiters::new(limits)));
+        self
     }
 
     /// The same API with `config`.

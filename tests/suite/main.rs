@@ -35,6 +35,7 @@ mod jobs;
 mod mount;
 mod openapi;
 mod pagination;
+mod ratelimit;
 mod request_ids;
 mod secrets;
 

@@ -181,6 +181,27 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        self.http
+            .trusted_proxies()
+            .map_err(|e| ConfigError::new("http.trusted_proxies", &e))?;
+        for (key, value) in [
+            ("rate_limit.per_second", self.rate_limit.per_second),
+            ("rate_limit.burst", self.rate_limit.burst),
+            (
+                "rate_limit.auth_failures_per_minute",
+                self.rate_limit.auth_failures_per_minute,
+            ),
+        ] {
+            if u32::try_from(value).is_err() {
+                return Err(ConfigError::new(key, "must be at most 4294967295"));
+            }
+        }
+        if self.rate_limit.per_second > 0 && self.rate_limit.burst == 0 {
+            return Err(ConfigError::new(
+                "rate_limit.burst",
+                "must be at least 1 while rate_limit.per_second is set",
+            ));
+        }
         if self.webhooks.schedule().is_none_or(|s| s.len() > 100) {
             return Err(ConfigError::new(
                 "webhooks.retry_schedule",

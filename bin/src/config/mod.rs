@@ -31,8 +31,8 @@ pub use secret::Secret;
 pub use settings::{
     AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
     JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
-    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
-    TelephonyProviderConfig, WebhooksSettings,
+    RateLimitSettings, RetentionSettings, SecretsConfig, StorageBackend, StorageConfig,
+    TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -76,6 +76,7 @@ pub const KEYS: &[&str] = &[
     "telephony.telnyx.base_url",
     "http.max_body_bytes",
     "http.max_upload_bytes",
+    "http.trusted_proxies",
     "events.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
@@ -89,6 +90,9 @@ pub const KEYS: &[&str] = &[
     "knowledge.max_bytes",
     "knowledge.max_pages",
     "knowledge.timeout_secs",
+    "rate_limit.per_second",
+    "rate_limit.burst",
+    "rate_limit.auth_failures_per_minute",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

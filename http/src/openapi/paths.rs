@@ -73,6 +73,13 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
          body).",
     ),
     (
+        429,
+        "TooManyRequests",
+        "The credential spent its rate limit, or the client address too many failed \
+         authentications (when the server sets rate limits); `Retry-After` says how many \
+         seconds to wait.",
+    ),
+    (
         502,
         "BadGateway",
         "An upstream provider failed or answered garbage; the detail names it.",
@@ -113,6 +120,9 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
     }
     if op.auth != Auth::Public {
         statuses.extend([401, 403, 503]);
+        if op.auth == Auth::Organization {
+            statuses.push(429);
+        }
         if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
             statuses.push(400);
         }
