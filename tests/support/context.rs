@@ -190,6 +190,18 @@ impl TestContext {
         }
     }
 
+    /// What names this test's database and must never reach a response: the URL, and the
+    /// SQLite file's path or the Postgres schema.
+    pub fn database_names(&self) -> Vec<String> {
+        match &self.cleanup {
+            Cleanup::File(path) => vec![
+                format!("sqlite://{}", path.display()),
+                path.display().to_string(),
+            ],
+            Cleanup::Schema { url, schema } => vec![url.clone(), schema.clone()],
+        }
+    }
+
     /// The service of a second instance on the same database: its own connection pool, with
     /// the same clock, JWT settings and master key, as another process would have.
     pub async fn another_instance(&self) -> Arc<Service> {
