@@ -547,6 +547,16 @@ mod tests {
                 "http.max_body_bytes: must be at least 1",
             ),
             (
+                "VOICEPLANE_HTTP__TRUSTED_PROXIES",
+                "10.0.0.0/8, proxy.internal",
+                "http.trusted_proxies: `proxy.internal` is not an IP address or CIDR block (e.g. 10.0.0.0/8)",
+            ),
+            (
+                "VOICEPLANE_RATE_LIMIT__BURST",
+                "0",
+                "rate_limit.burst: must be at least 1 while rate_limit.per_second is set",
+            ),
+            (
                 "VOICEPLANE_PROVIDERS__PROVIDER_ONE__BASE_URL",
                 "api.cartesia.ai",
                 r#"providers.provider_one.base_url: "api.cartesia.ai" is not an http:// or https:// URL"#,
