@@ -217,7 +217,93 @@ async fn expired_keys_are_swept(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// The claim through the service: in flight until answered or released; a released key (a
+/// 5xx is not kept) is claimed again; a claim whose lease ended without an answer is taken over
+/// by a retry of the same request, never by another one.
+async fn claims_through_the_service(ctx: &TestContext) {
+    use voiceplane_core::idempotency::{Claim, IDEMPOTENCY_LEASE, StoredResponse};
+    let s = &ctx.service;
+    let token = |c: Claim| match c {
+        Claim::Claimed { token } => token,
+        other => panic!("expected a claim, got {other:?}"),
+    };
+    let first = token(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+        Claim::InFlight
+    );
+    assert_eq!(
+        s.idempotency_claim("org/key:a", "k", "other")
+            .await
+            .unwrap(),
+        Claim::Mismatch
+    );
+    // Another scope has its own keys.
+    token(
+        s.idempotency_claim("org/key:b", "k", "print")
+            .await
+            .unwrap(),
+    );
+
+    // Released (the answer was a 5xx): the retry runs again.
+    s.idempotency_release("org/key:a", "k", &first)
+        .await
+        .unwrap();
+    let second = token(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+    );
+
+    // Its instance died: once the lease has ended, a retry takes the key over; the old claim
+    // can no longer store its answer.
+    ctx.clock.advance(IDEMPOTENCY_LEASE.as_secs() as i64 + 1);
+    assert_eq!(
+        s.idempotency_claim("org/key:a", "k", "other")
+            .await
+            .unwrap(),
+        Claim::Mismatch
+    );
+    let third = token(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+    );
+    let answer = StoredResponse {
+        status: 201,
+        content_type: Some("application/json".into()),
+        location: Some("/api/agents/agent_1".into()),
+        body: b"{\"success\":true}".to_vec(),
+    };
+    s.idempotency_complete("org/key:a", "k", &second, &answer)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+        Claim::InFlight,
+        "the lapsed claim stored nothing"
+    );
+    s.idempotency_complete("org/key:a", "k", &third, &answer)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.idempotency_claim("org/key:a", "k", "print")
+            .await
+            .unwrap(),
+        Claim::Replay(answer)
+    );
+}
+
 db_tests!(
+    claims_through_the_service,
     a_retry_replays_the_first_answer,
     concurrent_duplicates_create_one_call,
     concurrent_duplicates_across_two_instances_create_one_call,
