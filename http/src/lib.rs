@@ -21,6 +21,11 @@
 //! request bodies are limited to [`HttpConfig::max_body_bytes`], and every response carries an
 //! `X-Request-Id` ([`REQUEST_ID_HEADER`]): the caller's own, or a generated one.
 //!
+//! The adapter protects whatever serves it: a POST with an `Idempotency-Key`
+//! ([`IDEMPOTENCY_KEY`]) is answered once and replayed to its retries, from the database, on
+//! every instance; [`Api::with_rate_limits`] adds per-credential rate limits and a per-IP limit
+//! of failed authentications, kept in this process.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use voiceplane_http::{Api, HttpConfig};
