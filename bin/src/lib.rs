@@ -291,10 +291,19 @@ pub fn embedder(
 
 /// The HTTP adapter over `service`, with the configured limits.
 pub fn api(service: Arc<Service>, config: &Config) -> voiceplane_http::Api {
-    voiceplane_http::Api::new(service).with_config(voiceplane_http::HttpConfig {
-        max_body_bytes: config.http.max_body_bytes,
-        max_upload_bytes: config.http.max_upload_bytes as u64,
-    })
+    let limit = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    voiceplane_http::Api::new(service)
+        .with_config(voiceplane_http::HttpConfig {
+            max_body_bytes: config.http.max_body_bytes,
+            max_upload_bytes: config.http.max_upload_bytes as u64,
+        })
+        .with_rate_limits(voiceplane_http::RateLimits {
+            per_second: limit(config.rate_limit.per_second),
+            burst: limit(config.rate_limit.burst),
+            auth_failures_per_minute: limit(config.rate_limit.auth_failures_per_minute),
+            // Checked when the configuration was loaded.
+            trusted_proxies: config.http.trusted_proxies().unwrap_or_default(),
+        })
 }
 
 /// Builds the service and serves it on `listener` until `shutdown` resolves, with its durable

@@ -4,16 +4,16 @@
 //!   with Basic auth;
 //! - Telnyx `{api_key}`: `GET {base}/v2/balance` with `Authorization: Bearer`.
 //!
-//! A 2xx is [`ProbeOutcome::Valid`]; anything else, or no answer, is
-//! [`ProbeOutcome::Invalid`] with a reason that never contains the credentials.
+//! A 2xx is [`ProbeOutcome::Valid`]; 401, 403 or 404 (the provider says these credentials are
+//! wrong) is [`ProbeOutcome::Invalid`]; anything else, or no answer in time, says nothing about
+//! the credentials and is [`ProbeOutcome::Unavailable`]. Reasons never contain the credentials
+//! or the provider's body.
 
 use std::fmt;
 
 use async_trait::async_trait;
 use reqwest::Url;
-use voiceplane_core::telephony::{
-    ProbeOutcome, TelephonyCredentials, TelephonyProvider, TelephonyValidator,
-};
+use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
 
 use crate::{BuildError, HttpClient, base_url, endpoint, human};
 
@@ -86,25 +86,36 @@ impl TelephonyValidator for HttpTelephonyValidator {
             Ok(response) if response.status().is_success() => ProbeOutcome::Valid,
             Ok(response) => {
                 let code = response.status().as_u16();
-                ProbeOutcome::Invalid(match code {
-                    401 | 403 => format!("{provider} rejected the credentials (HTTP {code})"),
-                    404 if credentials.provider() == TelephonyProvider::Twilio => {
-                        format!("{provider} does not know this account (HTTP 404)")
-                    }
-                    _ => format!("{provider} answered the credential check with HTTP {code}"),
-                })
+                match code {
+                    401 | 403 => ProbeOutcome::Invalid(format!(
+                        "{provider} rejected the credentials (HTTP {code})"
+                    )),
+                    404 => ProbeOutcome::Invalid(format!(
+                        "{provider} does not know this account (HTTP 404)"
+                    )),
+                    // 5xx, 429 and any other status are no verdict on the credentials.
+                    _ => ProbeOutcome::Unavailable(format!(
+                        "{provider} answered the credential check with HTTP {code}"
+                    )),
+                }
             }
-            Err(e) if e.is_timeout() => ProbeOutcome::Invalid(format!(
+            Err(e) if e.is_timeout() => ProbeOutcome::Unavailable(format!(
                 "{provider} did not answer within {}",
                 human(self.http.settings.request_timeout)
             )),
             Err(e) if e.is_connect() => {
-                ProbeOutcome::Invalid(format!("{provider} could not be reached"))
+                ProbeOutcome::Unavailable(format!("{provider} could not be reached"))
             }
-            Err(_) => ProbeOutcome::Invalid(format!("the connection to {provider} failed")),
+            Err(_) => ProbeOutcome::Unavailable(format!("the connection to {provider} failed")),
         };
-        if let ProbeOutcome::Invalid(reason) = &outcome {
-            tracing::info!(provider, reason = %reason, "telephony credentials did not validate");
+        match &outcome {
+            ProbeOutcome::Valid => {}
+            ProbeOutcome::Invalid(reason) => {
+                tracing::info!(provider, reason = %reason, "telephony credentials did not validate");
+            }
+            ProbeOutcome::Unavailable(reason) => {
+                tracing::warn!(provider, reason = %reason, "telephony credential check failed");
+            }
         }
         outcome
     }

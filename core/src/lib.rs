@@ -30,6 +30,7 @@ pub mod auth;
 pub mod blob;
 pub mod crypto;
 pub mod error;
+pub mod idempotency;
 pub mod ids;
 pub mod jobs;
 pub mod knowledge;

@@ -644,6 +644,7 @@ pub trait Repository:
     + EventRepository
     + WebhookRepository
     + RetentionRepository
+    + crate::idempotency::IdempotencyRepository
     + Send
     + Sync
     + 'static
@@ -666,6 +667,7 @@ impl<T> Repository for T where
         + EventRepository
         + WebhookRepository
         + RetentionRepository
+        + crate::idempotency::IdempotencyRepository
         + Send
         + Sync
         + 'static

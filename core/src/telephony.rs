@@ -150,16 +150,21 @@ impl TelephonyCredentials {
 pub enum ProbeOutcome {
     /// The provider accepted the credentials.
     Valid,
-    /// The provider refused them, or could not be reached; the reason is for logs only and
-    /// never contains the credentials.
+    /// The provider said these credentials are wrong (401, 403 or 404). The reason never
+    /// contains the credentials.
     Invalid(String),
+    /// The provider could not say: it was unreachable, did not answer in time, or answered
+    /// with a 5xx, a 429 or another status that is no verdict on the credentials. The reason
+    /// names the provider, never contains the credentials or the provider's body, and may be
+    /// shown to the caller.
+    Unavailable(String),
 }
 
 /// Makes a test call to a telephony provider with stored credentials.
 #[async_trait]
 pub trait TelephonyValidator: Send + Sync + 'static {
     /// Asks the provider whether `credentials` work. Never fails: unreachable or erroring
-    /// providers are [`ProbeOutcome::Invalid`].
+    /// providers are [`ProbeOutcome::Unavailable`].
     async fn probe(&self, credentials: &TelephonyCredentials) -> ProbeOutcome;
 }
 

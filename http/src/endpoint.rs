@@ -141,6 +141,10 @@ extract_tuple!(A, B, C, D);
 /// The caller, authenticated in the organization of `X-Organization-Id`.
 impl Extract for Actor {
     async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+        // Authenticated once already, before the rate limit and idempotency checks.
+        if let Some(crate::protect::Authenticated(actor)) = cx.parts.extensions.get() {
+            return Ok(actor.clone());
+        }
         let creds = extract::credentials(&cx.parts.headers)?;
         Ok(cx.service().authenticate(&creds).await?)
     }

@@ -36,6 +36,8 @@ pub(crate) struct ApiError {
     detail: String,
     /// Headers the status calls for: `Allow` on a 405, `Content-Range` on a 416.
     header: Option<(HeaderName, String)>,
+    /// Further headers (`Retry-After` and `RateLimit-*` on a 429).
+    more: Vec<(HeaderName, String)>,
 }
 
 /// `{"detail": "<sentence>"}`: the body of every error.
@@ -61,7 +63,14 @@ impl ApiError {
             status,
             detail: detail.into(),
             header,
+            more: Vec::new(),
         }
+    }
+
+    /// The same error with the header `name: value` too.
+    pub(crate) fn with_header(mut self, name: HeaderName, value: String) -> Self {
+        self.more.push((name, value));
+        self
     }
 
     /// 400 with `detail`.
@@ -97,6 +106,7 @@ impl ApiError {
                 truncate(path, 200)
             ),
             header: Some((header::ALLOW, allow)),
+            more: Vec::new(),
         }
     }
 
@@ -106,11 +116,11 @@ impl ApiError {
             status: StatusCode::RANGE_NOT_SATISFIABLE,
             detail: format!("the requested range is outside the recording's {size} bytes"),
             header: Some((header::CONTENT_RANGE, format!("bytes */{size}"))),
+            more: Vec::new(),
         }
     }
 
     /// The status this error answers with.
-    #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
         self.status
     }
@@ -129,10 +139,10 @@ impl ApiError {
                 detail: &self.detail,
             },
         );
-        if let Some((name, value)) = self.header
-            && let Ok(value) = HeaderValue::from_str(&value)
-        {
-            response.headers_mut().insert(name, value);
+        for (name, value) in self.header.into_iter().chain(self.more) {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response.headers_mut().insert(name, value);
+            }
         }
         response
     }

@@ -22,6 +22,11 @@
 //! request bodies are limited to [`HttpConfig::max_body_bytes`], and every response carries an
 //! `X-Request-Id` ([`REQUEST_ID_HEADER`]): the caller's own, or a generated one.
 //!
+//! The adapter protects whatever serves it: a POST with an `Idempotency-Key`
+//! ([`IDEMPOTENCY_KEY`]) is answered once and replayed to its retries, from the database, on
+//! every instance; [`Api::with_rate_limits`] adds per-credential rate limits and a per-IP limit
+//! of failed authentications, kept in this process.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use voiceplane_http::{Api, HttpConfig};
@@ -71,6 +76,7 @@ pub mod metrics;
 mod multipart;
 pub mod openapi;
 mod ops;
+mod protect;
 mod query;
 mod recordings;
 mod response;
@@ -90,6 +96,14 @@ use tracing::Instrument;
 use voiceplane_core::Service;
 
 pub use error::status_for;
+pub use protect::idempotency::{
+    IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
+    MAX_STORED_BODY_BYTES,
+};
+pub use protect::ratelimit::{
+    DEFAULT_AUTH_FAILURES_PER_MINUTE, DEFAULT_BURST, DEFAULT_PER_SECOND, IpNetwork,
+    RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET, RateLimits,
+};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve, serve_service};
 
 use crate::error::ApiError;
@@ -144,6 +158,8 @@ pub struct Api {
     config: HttpConfig,
     /// Serializes conditional writes (`If-Match`) to one resource, see `conditional.rs`.
     write_locks: Arc<conditional::WriteLocks>,
+    /// Rate limits, when [`Api::with_rate_limits`] set them.
+    limits: Option<Arc<protect::ratelimit::Limiters>>,
 }
 
 impl Api {
@@ -153,7 +169,20 @@ impl Api {
             service,
             config: HttpConfig::default(),
             write_locks: Arc::default(),
+            limits: None,
         }
+    }
+
+    /// The same API with rate limits (none by default): per credential, and on failed
+    /// authentications per client IP. The limits live in this process, shared by the API's
+    /// clones; see [`RateLimits`].
+    ///
+    /// The client IP is the connection's peer, which [`serve()`] puts in each request's
+    /// extensions as a [`std::net::SocketAddr`]; a server that mounts the API should do the
+    /// same, or failed authentications go unlimited.
+    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.limits = Some(Arc::new(protect::ratelimit::Limiters::new(limits)));
+        self
     }
 
     /// The same API with `config`.
@@ -229,6 +258,10 @@ impl Api {
                     .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             }
             response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
+            response.headers_mut().insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
             let status = response.status();
             let latency = start.elapsed();
             let span = tracing::Span::current();
@@ -262,7 +295,7 @@ impl Api {
                 *operation = route.operation_id();
                 tracing::Span::current().record("operation", *operation);
                 let (parts, body) = req.into_parts();
-                conditional::dispatch(self, route, parts, endpoint::boxed(body)).await
+                protect::run(self, route, parts, endpoint::boxed(body)).await
             }
             Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
             Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(

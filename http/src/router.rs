@@ -270,7 +270,7 @@ routes! {
         = integrations::integration_delete [409];
     /// Test the stored credentials with the provider; status becomes active or invalid
     POST "/api/integrations/{integration_id}/validate" => IntegrationValidate { integration_id }
-        = integrations::integration_validate;
+        = integrations::integration_validate [502];
 
     /// Add a knowledge-base document: JSON text or an uploaded file
     POST "/api/knowledge-base" => DocumentCreate = knowledge_base::document_create;

@@ -93,8 +93,12 @@ where
                         tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
                     let io = TokioIo::new(FirstByteDeadline::new(stream, HEADER_READ_TIMEOUT));
+                    let service = WithPeer {
+                        inner: service.clone(),
+                        peer,
+                    };
                     let connection = builder
-                        .serve_connection(io, TowerToHyperService::new(service.clone()))
+                        .serve_connection(io, TowerToHyperService::new(service))
                         .into_owned();
                     let connection = graceful.watch(connection);
                     tokio::spawn(async move {
@@ -209,4 +213,30 @@ fn is_connection_error(e: &io::Error) -> bool {
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::ConnectionReset
     )
+}
+
+/// `inner` with the connection's peer address in each request's extensions, where the
+/// adapter's per-IP limit of failed authentications reads it.
+#[derive(Clone)]
+struct WithPeer<S> {
+    inner: S,
+    peer: std::net::SocketAddr,
+}
+
+impl<S, B> tower_service::Service<Request<B>> for WithPeer<S>
+where
+    S: tower_service::Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        req.extensions_mut().insert(self.peer);
+        self.inner.call(req)
+    }
 }

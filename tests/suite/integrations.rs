@@ -255,38 +255,131 @@ async fn integration_validate_against_a_fake_provider(ctx: &TestContext) {
         assert_eq!(viewed["data"]["status"], expected);
     }
     server.stop().await;
+}
 
-    // A probe that cannot reach the provider marks the integration invalid too.
+/// Event types of the caller's organization, newest first (one page is enough here).
+async fn event_types(c: &ApiCaller) -> Vec<String> {
+    let (status, page) = c.get("/api/events?limit=100").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A provider that cannot say whether the credentials work (unreachable, 5xx, 429) is a 502
+/// naming it; the integration keeps its status and `updated_at`, and no event is recorded.
+/// A 401/403/404 is a verdict: `invalid`.
+async fn integration_validate_without_a_verdict_changes_nothing(ctx: &TestContext) {
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let unreachable = telephony(&closed);
-    let server = TestServer::start_configured(ctx, |s| s.with_telephony(unreachable)).await;
+    let failing = MockServer::start().await;
+    for (sid, status) in [
+        ("AC00000000000000000000000000000500", 500),
+        ("AC00000000000000000000000000000503", 503),
+        ("AC00000000000000000000000000000429", 429),
+        ("AC00000000000000000000000000000403", 403),
+        ("AC00000000000000000000000000000404", 404),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(format!("/2010-04-01/Accounts/{sid}.json")))
+            .respond_with(ResponseTemplate::new(status).set_body_string("upstream-body-3f9a"))
+            .mount(&failing)
+            .await;
+    }
+    let bootstrap = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &bootstrap, "Acme").await;
+    bootstrap.stop().await;
+
+    let failing_uri = failing.uri();
+    let cases = [
+        (closed.as_str(), GOOD_SID, "twilio could not be reached"),
+        (
+            failing_uri.as_str(),
+            "AC00000000000000000000000000000500",
+            "twilio answered the credential check with HTTP 500",
+        ),
+        (
+            failing_uri.as_str(),
+            "AC00000000000000000000000000000503",
+            "twilio answered the credential check with HTTP 503",
+        ),
+        (
+            failing_uri.as_str(),
+            "AC00000000000000000000000000000429",
+            "twilio answered the credential check with HTTP 429",
+        ),
+    ];
+    for (base, sid, reason) in cases {
+        let server = TestServer::start_configured(ctx, |s| s.with_telephony(telephony(base))).await;
+        let c = ApiCaller {
+            base: server.base.clone(),
+            ..c.clone()
+        };
+        let (_, created) = c
+            .send(Method::POST, "/api/integrations", Some(integration(sid)))
+            .await;
+        let id = created["data"]["integration_id"].as_str().unwrap();
+        let events_before = event_types(&c).await;
+        let (status, v) = c
+            .send(
+                Method::POST,
+                &format!("/api/integrations/{id}/validate"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{v}");
+        let detail = v["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(reason) && detail.contains("the integration is unchanged"),
+            "{detail}"
+        );
+        assert!(!v.to_string().contains("upstream-body-3f9a"), "{v}");
+        assert!(!v.to_string().contains(TOKEN), "{v}");
+        let (_, viewed) = c
+            .send(Method::GET, &format!("/api/integrations/{id}"), None)
+            .await;
+        assert_eq!(
+            viewed["data"], created["data"],
+            "status and updated_at unchanged"
+        );
+        assert_eq!(event_types(&c).await, events_before, "no event recorded");
+        server.stop().await;
+    }
+
+    // 403 and 404 are the provider's verdict on the credentials.
+    let server =
+        TestServer::start_configured(ctx, |s| s.with_telephony(telephony(&failing.uri()))).await;
     let c = ApiCaller {
         base: server.base.clone(),
-        ..c
+        ..c.clone()
     };
-    let (_, created) = c
-        .send(
-            Method::POST,
-            "/api/integrations",
-            Some(integration(GOOD_SID)),
-        )
-        .await;
-    let id = created["data"]["integration_id"].as_str().unwrap();
-    let (status, v) = c
-        .send(
-            Method::POST,
-            &format!("/api/integrations/{id}/validate"),
-            Some(json!({})),
-        )
-        .await;
-    assert_eq!(
-        (status, &v["data"]["status"]),
-        (StatusCode::OK, &json!("invalid")),
-        "{v}"
-    );
+    for sid in [
+        "AC00000000000000000000000000000403",
+        "AC00000000000000000000000000000404",
+    ] {
+        let (_, created) = c
+            .send(Method::POST, "/api/integrations", Some(integration(sid)))
+            .await;
+        let id = created["data"]["integration_id"].as_str().unwrap();
+        let (status, v) = c
+            .send(
+                Method::POST,
+                &format!("/api/integrations/{id}/validate"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(
+            (status, &v["data"]["status"]),
+            (StatusCode::OK, &json!("invalid")),
+            "{v}"
+        );
+        assert_eq!(event_types(&c).await[0], "integration.validated");
+    }
     server.stop().await;
 }
 
@@ -460,6 +553,7 @@ db_tests!(
     integrations_store_encrypted_credentials,
     deleting_a_referenced_integration_is_refused,
     integration_validate_against_a_fake_provider,
+    integration_validate_without_a_verdict_changes_nothing,
     integration_delete_conflict_over_http,
     integration_list_filters_by_status,
 );

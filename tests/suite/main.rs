@@ -31,10 +31,12 @@ mod concurrency;
 mod conventions;
 mod envelopes;
 mod health;
+mod idempotency;
 mod jobs;
 mod mount;
 mod openapi;
 mod pagination;
+mod ratelimit;
 mod request_ids;
 mod secrets;
 

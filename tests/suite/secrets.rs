@@ -1,6 +1,7 @@
 //! No secret ever leaves: API key secrets (beyond the one response that creates them) and
 //! stored integration credentials appear in no response body and no log line, at debug level,
-//! and credentials are not stored in plain text. Runs on SQLite, and on Postgres when
+//! and credentials are not stored in plain text. No response body names the server's
+//! internals either: the object store's root folder, or the database's URL, file or schema. Runs on SQLite, and on Postgres when
 //! `VOICEPLANE_TEST_POSTGRES_URL` is set.
 
 use std::io::Write;
@@ -8,7 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use voiceplane_suite::{ApiCaller, TestContext, TestServer, jwt_for, telephony};
+use voiceplane_storage::{BlobConfig, OpendalBlobStore};
+use voiceplane_suite::{
+    ApiCaller, TestContext, TestServer, jwt_for, multipart_document, telephony,
+};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -33,6 +37,9 @@ impl Write for Captured {
 struct Bodies {
     seen: Vec<String>,
     secrets: Vec<String>,
+    /// Server internals: the object store's root, the database's names. The log may name
+    /// them; a response may not.
+    internals: Vec<String>,
 }
 
 async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
@@ -42,7 +49,15 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
         .mount(&provider)
         .await;
     let validator = telephony(&provider.uri());
-    let server = TestServer::start_configured(ctx, |s| s.with_telephony(validator)).await;
+    // Files go to a folder of the `fs` backend, whose path must never be shown.
+    let root = std::env::temp_dir().join(format!("voiceplane-secrets-{}", rand::random::<u64>()));
+    let blobs = Arc::new(
+        OpendalBlobStore::new(BlobConfig::Fs { root: root.clone() }).expect("fs store opens"),
+    );
+    bodies.internals.push(root.display().to_string());
+    bodies.internals.extend(ctx.database_names());
+    let server =
+        TestServer::start_configured(ctx, |s| s.with_telephony(validator).with_blobs(blobs)).await;
     let boot = ctx.bootstrap("Acme").await;
     bodies.secrets.push(boot.api_key.clone());
     let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
@@ -142,7 +157,81 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
     record(c.with_bearer(&jwt).get("/api/tools").await.1);
     record(c.with_bearer(&format!("{jwt}x")).get("/api/tools").await.1);
     bodies.secrets.push(secret);
+
+    // Files: knowledge-base documents and a recording, their views, lists and error paths.
+    let (status, text) = c
+        .send(
+            Method::POST,
+            "/api/knowledge-base",
+            Some(json!({"name": "faq", "text": "Refunds take five days."})),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{text}");
+    let (content_type, upload) = multipart_document(
+        Some("policy"),
+        "policy.md",
+        "text/markdown",
+        b"# Policy\nBe kind.",
+    );
+    let resp = c
+        .request(Method::POST, "/api/knowledge-base")
+        .header("Content-Type", content_type)
+        .body(upload)
+        .send()
+        .await
+        .unwrap();
+    let file: Value = resp.json().await.unwrap();
+    let uri = file["data"]["storage_uri"].as_str().unwrap_or_default();
+    assert!(uri.starts_with("voiceplane://"), "{file}");
+    record(text.clone());
+    record(file.clone());
+    for doc in [&text, &file] {
+        let id = doc["data"]["documentation_id"].as_str().unwrap();
+        record(c.get(&format!("/api/knowledge-base/{id}")).await.1);
+    }
+    record(c.get("/api/knowledge-base").await.1);
+    let (_, agent) = c
+        .send(Method::POST, "/api/agents", Some(json!({
+            "agent_name": "A", "language": "en", "stt_provider": "s", "tts_provider": "provider_one",
+            "tts_voice": "v", "llm_provider": "l", "llm_model": "m"
+        })))
+        .await;
+    let (_, call) = c
+        .send(
+            Method::POST,
+            "/api/calls",
+            Some(json!({
+                "agent_id": agent["data"]["agent_id"], "to_number": "+14155550123",
+                "from_number": "+14155550100", "call_type": "outbound"
+            })),
+        )
+        .await;
+    let sid = call["data"]["call_sid"].as_str().unwrap();
+    let mut wav = b"RIFF\x24\x00\x00\x00WAVEfmt ".to_vec();
+    wav.resize(64, 0);
+    for (content_type, bytes) in [
+        ("audio/wav", wav),
+        ("application/octet-stream", b"not audio".to_vec()),
+    ] {
+        let resp = c
+            .request(Method::PUT, &format!("/api/calls/{sid}/recording"))
+            .header("Content-Type", content_type)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap();
+        record(resp.json().await.unwrap_or(Value::Null));
+    }
+    record(c.get(&format!("/api/calls/{sid}")).await.1);
+    record(c.get(&format!("/api/calls/{sid}/recording/stream")).await.1);
+    record(
+        c.send(Method::DELETE, &format!("/api/calls/{sid}/recording"), None)
+            .await
+            .1,
+    );
+    record(c.get(&format!("/api/calls/{sid}/recording/stream")).await.1);
     server.stop().await;
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,6 +247,7 @@ async fn no_secret_reaches_a_response_or_the_log() {
     let mut bodies = Bodies {
         seen: Vec::new(),
         secrets: vec![AUTH_TOKEN.to_owned(), TELNYX_KEY.to_owned()],
+        internals: Vec::new(),
     };
     let sqlite = TestContext::sqlite().await;
     scenario(&sqlite, &mut bodies).await;
@@ -184,6 +274,15 @@ async fn no_secret_reaches_a_response_or_the_log() {
             assert!(
                 !body.contains(secret.as_str()),
                 "a secret is in a response: {body}"
+            );
+        }
+    }
+    assert!(bodies.internals.len() >= 3);
+    for internal in &bodies.internals {
+        for body in &bodies.seen {
+            assert!(
+                !body.contains(internal.as_str()),
+                "a server internal ({internal}) is in a response: {body}"
             );
         }
     }

@@ -191,6 +191,48 @@ impl TestContext {
         }
     }
 
+    /// What names this test's database and must never reach a response: the URL, and the
+    /// SQLite file's path or the Postgres schema.
+    pub fn database_names(&self) -> Vec<String> {
+        match &self.cleanup {
+            Cleanup::File(path) => vec![
+                format!("sqlite://{}", path.display()),
+                path.display().to_string(),
+            ],
+            Cleanup::Schema { url, schema } => vec![url.clone(), schema.clone()],
+        }
+    }
+
+    /// The service of a second instance on the same database: its own connection pool, with
+    /// the same clock, JWT settings and master key, as another process would have.
+    pub async fn another_instance(&self) -> Arc<Service> {
+        let options = match &self.cleanup {
+            Cleanup::File(path) => {
+                DatabaseOptions::new(format!("sqlite://{}?mode=rwc", path.display()))
+            }
+            Cleanup::Schema { url, schema } => DatabaseOptions {
+                url: url.clone(),
+                schema: Some(schema.clone()),
+                max_connections: Some(8),
+                ..DatabaseOptions::new(url.clone())
+            },
+        };
+        let repo = SeaRepository::connect(&options)
+            .await
+            .expect("a second connection to the test database opens");
+        let jwt = JwtVerifier::new(&JwtSettings {
+            hs256_secret: Some(JWT_SECRET.to_owned()),
+            ..Default::default()
+        })
+        .expect("test JWT settings are valid");
+        Arc::new(
+            Service::new(Arc::new(repo))
+                .with_clock(self.clock.clone())
+                .with_jwt(jwt)
+                .with_cipher(voiceplane_core::crypto::CredentialCipher::new(&MASTER_KEY)),
+        )
+    }
+
     /// Creates an organization with an admin; returns what `bootstrap` prints.
     pub async fn bootstrap(&self, org_name: &str) -> BootstrapOutput {
         self.service

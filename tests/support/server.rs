@@ -47,6 +47,28 @@ impl TestServer {
         }
     }
 
+    /// Starts serving `ctx.service` through the adapter as `build` changes it, e.g. with rate
+    /// limits: `TestServer::start_api(ctx, |api| api.with_rate_limits(limits))`.
+    pub async fn start_api(
+        ctx: &TestContext,
+        build: impl FnOnce(voiceplane_http::Api) -> voiceplane_http::Api,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("bound address");
+        let api = build(voiceplane_http::Api::new(ctx.service.clone()));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base: format!("http://{addr}"),
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
     /// `base` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)

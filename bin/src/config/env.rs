@@ -262,7 +262,11 @@ mod tests {
                     | "knowledge.max_pages"
                     | "knowledge.timeout_secs"
                     | "database.connect_timeout_ms"
-                    | "database.acquire_timeout_secs" => "5",
+                    | "database.acquire_timeout_secs"
+                    | "rate_limit.per_second"
+                    | "rate_limit.burst"
+                    | "rate_limit.auth_failures_per_minute" => "5",
+                    "http.trusted_proxies" => "10.0.0.0/8, 127.0.0.1",
                     "storage.backend" => "s3",
                     "storage.path_style" | "webhooks.allow_private_targets" | "metrics.enabled" => {
                         "false"

@@ -195,6 +195,27 @@ impl Config {
             ));
         }
         self.http.cors_origins()?;
+        self.http
+            .trusted_proxies()
+            .map_err(|e| ConfigError::new("http.trusted_proxies", &e))?;
+        for (key, value) in [
+            ("rate_limit.per_second", self.rate_limit.per_second),
+            ("rate_limit.burst", self.rate_limit.burst),
+            (
+                "rate_limit.auth_failures_per_minute",
+                self.rate_limit.auth_failures_per_minute,
+            ),
+        ] {
+            if u32::try_from(value).is_err() {
+                return Err(ConfigError::new(key, "must be at most 4294967295"));
+            }
+        }
+        if self.rate_limit.per_second > 0 && self.rate_limit.burst == 0 {
+            return Err(ConfigError::new(
+                "rate_limit.burst",
+                "must be at least 1 while rate_limit.per_second is set",
+            ));
+        }
         if self.webhooks.schedule().is_none_or(|s| s.len() > 100) {
             return Err(ConfigError::new(
                 "webhooks.retry_schedule",
@@ -544,6 +565,16 @@ mod tests {
                 "VOICEPLANE_HTTP__MAX_BODY_BYTES",
                 "0",
                 "http.max_body_bytes: must be at least 1",
+            ),
+            (
+                "VOICEPLANE_HTTP__TRUSTED_PROXIES",
+                "10.0.0.0/8, proxy.internal",
+                "http.trusted_proxies: `proxy.internal` is not an IP address or CIDR block (e.g. 10.0.0.0/8)",
+            ),
+            (
+                "VOICEPLANE_RATE_LIMIT__BURST",
+                "0",
+                "rate_limit.burst: must be at least 1 while rate_limit.per_second is set",
             ),
             (
                 "VOICEPLANE_PROVIDERS__PROVIDER_ONE__BASE_URL",

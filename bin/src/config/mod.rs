@@ -32,8 +32,8 @@ pub use secret::Secret;
 pub use settings::{
     AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
     JobsSettings, KnowledgeConfig, MetricsSettings, ProviderOneConfig, ProviderTwoConfig,
-    ProvidersConfig, RetentionSettings, SecretsConfig, StorageBackend, StorageConfig,
-    TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
+    ProvidersConfig, RateLimitSettings, RetentionSettings, SecretsConfig, StorageBackend,
+    StorageConfig, TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -80,6 +80,7 @@ pub const KEYS: &[&str] = &[
     "http.max_upload_bytes",
     "http.cors_allowed_origins",
     "log.format",
+    "http.trusted_proxies",
     "events.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
@@ -96,6 +97,9 @@ pub const KEYS: &[&str] = &[
     "metrics.enabled",
     "database.connect_timeout_ms",
     "database.acquire_timeout_secs",
+    "rate_limit.per_second",
+    "rate_limit.burst",
+    "rate_limit.auth_failures_per_minute",
 ];
 
 /// Keys whose values are secrets: never echoed, not even in type errors.

@@ -52,6 +52,8 @@ pub struct Config {
     pub log: LogSettings,
     /// `metrics.*`: `GET /metrics`.
     pub metrics: MetricsSettings,
+    /// `rate_limit.*`: requests per credential, failed authentications per client IP.
+    pub rate_limit: RateLimitSettings,
 }
 
 impl Default for Config {
@@ -74,6 +76,7 @@ impl Default for Config {
             knowledge: KnowledgeConfig::default(),
             log: LogSettings::default(),
             metrics: MetricsSettings::default(),
+            rate_limit: RateLimitSettings::default(),
         }
     }
 }
@@ -363,6 +366,9 @@ pub struct HttpSettings {
     /// comma-separated, or `*` for any (read by [`HttpSettings::cors_origins`]). Unset: no
     /// CORS headers at all.
     pub cors_allowed_origins: Option<String>,
+    /// `http.trusted_proxies`: comma-separated IPs or CIDR blocks of the proxies whose
+    /// `X-Forwarded-For` names the client (for the per-IP limit of failed authentications).
+    pub trusted_proxies: String,
 }
 
 impl Default for HttpSettings {
@@ -371,6 +377,47 @@ impl Default for HttpSettings {
             max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
             cors_allowed_origins: None,
+            trusted_proxies: String::new(),
+        }
+    }
+}
+
+impl HttpSettings {
+    /// The parsed `http.trusted_proxies`, or the first entry that is not an IP or CIDR block.
+    pub fn trusted_proxies(&self) -> Result<Vec<voiceplane_http::IpNetwork>, String> {
+        self.trusted_proxies
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::parse)
+            .collect()
+    }
+}
+
+/// `rate_limit.*`: limits kept in each instance's memory, so N instances behind a load
+/// balancer allow up to N times these rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitSettings {
+    /// `rate_limit.per_second`: sustained requests per second per credential (API key, or
+    /// user for a JWT); `0` disables.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub per_second: usize,
+    /// `rate_limit.burst`: requests a credential may send at once.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub burst: usize,
+    /// `rate_limit.auth_failures_per_minute`: failed authentications per client IP per
+    /// minute (also the burst); `0` disables.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub auth_failures_per_minute: usize,
+}
+
+impl Default for RateLimitSettings {
+    fn default() -> Self {
+        Self {
+            per_second: voiceplane_http::DEFAULT_PER_SECOND as usize,
+            burst: voiceplane_http::DEFAULT_BURST as usize,
+            auth_failures_per_minute: voiceplane_http::DEFAULT_AUTH_FAILURES_PER_MINUTE as usize,
         }
     }
 }

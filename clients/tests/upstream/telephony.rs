@@ -1,5 +1,5 @@
 //! The telephony probes: Twilio (Basic auth on the account) and Telnyx (Bearer on the
-//! balance), valid, refused, failing and unreachable.
+//! balance), valid, refused (invalid), and failing or unreachable (unavailable: no verdict).
 
 use std::time::Duration;
 
@@ -43,6 +43,18 @@ fn invalid(outcome: ProbeOutcome) -> String {
     let ProbeOutcome::Invalid(reason) = outcome else {
         panic!("expected Invalid, got {outcome:?}");
     };
+    clean(reason)
+}
+
+/// An `Unavailable` outcome whose reason holds no credential; returns the reason.
+fn unavailable(outcome: ProbeOutcome) -> String {
+    let ProbeOutcome::Unavailable(reason) = outcome else {
+        panic!("expected Unavailable, got {outcome:?}");
+    };
+    clean(reason)
+}
+
+fn clean(reason: String) -> String {
     for secret in [SID, TOKEN, TELNYX_KEY, UPSTREAM_BODY] {
         assert!(!reason.contains(secret), "{secret} leaked into {reason:?}");
     }
@@ -98,12 +110,27 @@ async fn telnyx_accepts_a_valid_key() {
 }
 
 #[tokio::test]
-async fn telnyx_refusing_the_key_or_failing_is_invalid() {
+async fn telnyx_refusing_the_key_is_invalid_and_failing_is_no_verdict() {
     for (status, expected) in [
-        (401, "telnyx rejected the credentials (HTTP 401)"),
-        (403, "telnyx rejected the credentials (HTTP 403)"),
-        (500, "telnyx answered the credential check with HTTP 500"),
-        (302, "telnyx answered the credential check with HTTP 302"),
+        (401, Ok("telnyx rejected the credentials (HTTP 401)")),
+        (403, Ok("telnyx rejected the credentials (HTTP 403)")),
+        (404, Ok("telnyx does not know this account (HTTP 404)")),
+        (
+            500,
+            Err("telnyx answered the credential check with HTTP 500"),
+        ),
+        (
+            503,
+            Err("telnyx answered the credential check with HTTP 503"),
+        ),
+        (
+            429,
+            Err("telnyx answered the credential check with HTTP 429"),
+        ),
+        (
+            302,
+            Err("telnyx answered the credential check with HTTP 302"),
+        ),
     ] {
         let server = MockServer::start().await;
         Mock::given(any())
@@ -114,25 +141,26 @@ async fn telnyx_refusing_the_key_or_failing_is_invalid() {
             )
             .mount(&server)
             .await;
-        let reason = invalid(
-            validator(&refused_url(), &server.uri())
-                .probe(&telnyx())
-                .await,
-        );
-        assert_eq!(reason, expected);
+        let outcome = validator(&refused_url(), &server.uri())
+            .probe(&telnyx())
+            .await;
+        match expected {
+            Ok(reason) => assert_eq!(invalid(outcome), reason),
+            Err(reason) => assert_eq!(unavailable(outcome), reason),
+        }
         assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 }
 
 #[tokio::test]
-async fn unreachable_or_slow_providers_are_invalid() {
+async fn unreachable_or_slow_providers_are_no_verdict() {
     let v = validator(&refused_url(), &refused_url());
     assert_eq!(
-        invalid(v.probe(&twilio()).await),
+        unavailable(v.probe(&twilio()).await),
         "twilio could not be reached"
     );
     assert_eq!(
-        invalid(v.probe(&telnyx()).await),
+        unavailable(v.probe(&telnyx()).await),
         "telnyx could not be reached"
     );
 
@@ -143,7 +171,7 @@ async fn unreachable_or_slow_providers_are_invalid() {
         .await;
     let v = validator(&server.uri(), &server.uri());
     assert_eq!(
-        invalid(v.probe(&twilio()).await),
+        unavailable(v.probe(&twilio()).await),
         "twilio did not answer within 300 ms"
     );
 }

@@ -134,6 +134,10 @@ impl Service {
 
     /// Makes a test call to the provider with the stored credentials and stores the outcome
     /// in `status` (`active` or `invalid`).
+    ///
+    /// When the provider cannot say (unreachable, timeout, 5xx, 429), the integration is left
+    /// as it was (`status`, `updated_at`, no event) and the call fails with
+    /// [`Error::Upstream`] naming the provider (HTTP 502).
     pub async fn integration_validate(
         &self,
         actor: &Actor,
@@ -165,6 +169,11 @@ impl Service {
                     "{} did not accept the credentials: {reason}",
                     integration.provider
                 )
+            }
+            ProbeOutcome::Unavailable(reason) => {
+                return Err(Error::Upstream(format!(
+                    "{reason}; the credentials could not be checked and the integration is unchanged, try again later"
+                )));
             }
         };
         integration.updated_at = self.now().max(integration.updated_at);

@@ -69,6 +69,10 @@ impl Service {
                     interval: self.sweep_interval,
                 }),
             );
+        let runner = runner.with_handler(
+            crate::idempotency::IDEMPOTENCY_SWEEP,
+            self.idempotency_sweep_handler(),
+        );
         let runner = self
             .retention_handlers()
             .into_iter()
@@ -130,7 +134,8 @@ impl Service {
         &self.jobs
     }
 
-    /// Makes sure every recurring job is scheduled (the events and retention sweeps); a no-op
+    /// Makes sure every recurring job is scheduled (the events, retention and idempotency-key
+    /// sweeps); a no-op
     /// for those that already are, so every instance may call it at start.
     pub async fn jobs_schedule_recurring(&self) -> Result<()> {
         let events = NewJob {
@@ -142,7 +147,11 @@ impl Service {
             unique_key: Some(EVENTS_SWEEP.to_owned()),
         };
         let mut enqueued = false;
-        for job in [events, self.retention_sweep_job()] {
+        for job in [
+            events,
+            self.retention_sweep_job(),
+            self.idempotency_sweep_job(),
+        ] {
             enqueued |= self.repo.job_enqueue(&job).await?;
         }
         if enqueued {

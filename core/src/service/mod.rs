@@ -30,6 +30,7 @@ pub use deliveries::DEFAULT_RETRY_SCHEDULE;
 mod documents;
 pub use documents::{DocumentName, LaterName, NewDocument};
 mod events;
+mod idempotency;
 mod integrations;
 mod jobs;
 pub use jobs::EVENTS_SWEEP;

@@ -222,6 +222,13 @@ fn build() -> Built {
                         "pattern": format!("^[!-~]{{1,{}}}$", crate::MAX_REQUEST_ID_LEN),
                     },
                 },
+                "IdempotencyKey": {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": false,
+                    "description": "Makes a retry safe: the same key from the same credential with the same method, path and body within 24 h gets the first answer again (status, body, `Content-Type`, `Location`) with `Idempotent-Replayed: true`. Another request under the key: 422; the first still running: 409. 5xx answers (and 408, 409, 425, 429) are not kept, so their retry runs again.",
+                    "schema": {"type": "string", "description": "1 to 255 visible ASCII characters (400 otherwise)."},
+                },
             },
             "headers": {
                 "Location": {

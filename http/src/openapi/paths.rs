@@ -48,7 +48,8 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
         409,
         "Conflict",
         "The change conflicts with the current state (a duplicate, or a reference that \
-         blocks it); the detail says what to do first.",
+         blocks it; or the first request with this `Idempotency-Key` is still running); the \
+         detail says what to do first.",
     ),
     (
         412,
@@ -70,6 +71,19 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
         416,
         "RangeNotSatisfiable",
         "The requested range lies outside the recording.",
+    ),
+    (
+        422,
+        "UnprocessableContent",
+        "This `Idempotency-Key` was already used with a different request (method, path or \
+         body).",
+    ),
+    (
+        429,
+        "TooManyRequests",
+        "The credential spent its rate limit, or the client address too many failed \
+         authentications (when the server sets rate limits); `Retry-After` says how many \
+         seconds to wait.",
     ),
     (
         502,
@@ -109,8 +123,15 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
     if crate::conditional::is_conditional(meta) {
         statuses.push(412);
     }
+    if meta.method == "POST" {
+        // `Idempotency-Key`: still running, or used with another request.
+        statuses.extend([409, 422]);
+    }
     if op.auth != Auth::Public {
         statuses.extend([401, 403, 503]);
+        if op.auth == Auth::Organization {
+            statuses.push(429);
+        }
         if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
             statuses.push(400);
         }
@@ -316,6 +337,9 @@ pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value 
     // uses but forgets to import for a required body of two media types
     // (openapi-generators/openapi-python-client#1451: `document_create`'s JSON or multipart).
     params.push(param_ref("RequestId"));
+    if meta.method == "POST" {
+        params.push(param_ref("IdempotencyKey"));
+    }
 
     let mut object = Map::new();
     object.insert("operationId".to_owned(), json!(meta.id));

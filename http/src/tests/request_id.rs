@@ -1,5 +1,6 @@
 //! `X-Request-Id`: a sane caller id is echoed on every response, success or error; a missing
-//! or unacceptable one is replaced by a fresh generated id.
+//! or unacceptable one is replaced by a fresh generated id. Every response seen here also
+//! carries `X-Content-Type-Options: nosniff`.
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, StatusCode};
@@ -10,6 +11,14 @@ use crate::{Api, MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER};
 
 async fn request_id(api: &Api, req: Request<Full<Bytes>>) -> (StatusCode, Option<String>) {
     let res = api.handle(req).await;
+    assert_eq!(
+        res.headers()
+            .get(http::header::X_CONTENT_TYPE_OPTIONS)
+            .map(|v| v.as_bytes()),
+        Some(&b"nosniff"[..]),
+        "{}",
+        res.status()
+    );
     let id = res.headers().get(REQUEST_ID_HEADER).map(|v| {
         assert_eq!(
             res.headers().get_all(REQUEST_ID_HEADER).iter().count(),

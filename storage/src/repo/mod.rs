@@ -21,6 +21,7 @@ mod calls;
 mod chunks;
 mod documents;
 mod events;
+mod idempotency;
 mod integrations;
 pub(crate) mod jobs;
 mod organizations;

@@ -1,0 +1,130 @@
+//! Idempotency keys (`Idempotency-Key` on a POST): the first response to a key is stored in the
+//! database, so that a retry of the same request, on any instance, gets that response again
+//! instead of running the operation twice.
+//!
+//! A key belongs to a *scope* (the organization and the credential that sent it) and is claimed
+//! by inserting its row first: the database's primary key on `(scope, key)` decides which of
+//! two concurrent requests runs, on SQLite and Postgres alike, with no read-then-write race.
+//! The winner holds the row `running` under a lease ([`IDEMPOTENCY_LEASE`]) and a random token;
+//! it then stores its response ([`Service::idempotency_complete`](crate::Service::idempotency_complete)) or releases the key
+//! ([`Service::idempotency_release`](crate::Service::idempotency_release)) when the response is not one to remember. A row outlives
+//! its [`IDEMPOTENCY_TTL`] only until the recurring sweep ([`IDEMPOTENCY_SWEEP`]) deletes it.
+//!
+//! This module knows nothing of HTTP: the adapter decides what a request's fingerprint is and
+//! which responses are stored.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::time::Timestamp;
+
+/// How long a key is remembered after its first use: 24 hours.
+pub const IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// How long a claim holds without an answer. A request still running after this long (or
+/// whose instance died) loses its claim: the next retry with the key runs the operation again.
+pub const IDEMPOTENCY_LEASE: Duration = Duration::from_secs(5 * 60);
+
+/// The kind of the recurring job that deletes expired keys.
+pub const IDEMPOTENCY_SWEEP: &str = "idempotency.sweep";
+
+/// A response as stored for replay: exactly what the first request answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// `Location`, if any.
+    pub location: Option<String>,
+    /// The body bytes.
+    pub body: Vec<u8>,
+}
+
+/// A key as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The request fingerprint the key was first used with.
+    pub fingerprint: String,
+    /// The stored response; `None` while the first request runs.
+    pub response: Option<StoredResponse>,
+    /// When the key is forgotten.
+    pub expires_at: Timestamp,
+    /// Until when a running request holds the key.
+    pub locked_until: Timestamp,
+}
+
+/// A new claim on a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewIdempotencyKey {
+    /// Organization and credential.
+    pub scope: String,
+    /// The caller's key.
+    pub key: String,
+    /// What identifies the request (the adapter hashes method, path and body).
+    pub fingerprint: String,
+    /// Held by this request only.
+    pub token: String,
+    /// Now.
+    pub created_at: Timestamp,
+    /// When the key is forgotten.
+    pub expires_at: Timestamp,
+    /// Until when the claim holds.
+    pub locked_until: Timestamp,
+}
+
+/// The database side of idempotency keys.
+#[async_trait]
+pub trait IdempotencyRepository: Send + Sync {
+    /// Inserts the key `running`, unless a row for `(scope, key)` exists; returns whether it
+    /// was inserted. One statement: of concurrent inserts, exactly one succeeds.
+    async fn idempotency_insert(&self, row: &NewIdempotencyKey) -> Result<bool>;
+    /// The key's row, if any.
+    async fn idempotency_get(&self, scope: &str, key: &str) -> Result<Option<IdempotencyRecord>>;
+    /// Replaces the claim of a row that is expired at `row.created_at`, or still running with a
+    /// lease that ended then, by `row`; returns whether it did (one conditional statement).
+    async fn idempotency_take_over(&self, row: &NewIdempotencyKey) -> Result<bool>;
+    /// Stores the response of the request holding `token`; returns whether it still held it.
+    async fn idempotency_complete(
+        &self,
+        scope: &str,
+        key: &str,
+        token: &str,
+        response: &StoredResponse,
+    ) -> Result<bool>;
+    /// Deletes the row the request holding `token` claimed.
+    async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()>;
+    /// Deletes up to `limit` rows expired at `now`; returns how many.
+    async fn idempotency_delete_expired(&self, now: Timestamp, limit: u64) -> Result<u64>;
+}
+
+/// What a request with an idempotency key may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// It holds the key: run the operation, then complete or release with this token.
+    Claimed {
+        /// The claim's token.
+        token: String,
+    },
+    /// The key was used with this request before: answer this.
+    Replay(StoredResponse),
+    /// The key was used with another request (HTTP 422).
+    Mismatch,
+    /// The first request with the key is still running (HTTP 409).
+    InFlight,
+}
+
+/// The fingerprint of a request: SHA-256 (hex) over its method, path with query, and body
+/// bytes, each part length-prefixed so that no two requests share one by moving bytes between
+/// parts.
+pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in [method.as_bytes(), path_and_query.as_bytes(), body] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part);
+    }
+    crate::auth::to_hex(&hash.finalize())
+}

@@ -1,0 +1,276 @@
+//! `Idempotency-Key` on POSTs (draft-ietf-httpapi-idempotency-key-header, as Stripe practises
+//! it): the first request with a key runs and its response is stored in the database; a retry
+//! with the same key, credential and request (method, path and body bytes) within 24 hours gets
+//! that response again, byte for byte, with `Idempotent-Replayed: true`, on any instance.
+//!
+//! - Another request under the same key: 422. The first still running: 409.
+//! - What is stored: final answers, i.e. 2xx and 4xx other than 408, 409, 425 and 429. A 5xx
+//!   (or one of those four) releases the key, so that the retry runs the operation again:
+//!   voiceplane's writes are single transactions, so an operation that failed wrote nothing,
+//!   and a conflict or throttling may clear by itself.
+//! - Only complete bodies of at most [`MAX_STORED_BODY_BYTES`] are stored; a larger or
+//!   streamed response is passed on as it is and releases the key.
+//! - The request body is read (at most `max_body_bytes`) before the operation runs, to be
+//!   hashed; a larger request with a key is refused with 413.
+//! - Once claimed, the operation runs in its own task: a client that hangs up does not cancel
+//!   it half-way, and its retry gets the stored answer.
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
+use http_body::Body as _;
+use http_body_util::BodyExt;
+use tracing::Instrument;
+use voiceplane_core::idempotency::{Claim, StoredResponse, fingerprint};
+
+use crate::body::collect_limited;
+use crate::endpoint::{RequestBody, boxed};
+use crate::error::ApiError;
+use crate::response::full;
+use crate::router::Route;
+use crate::{Api, ResponseBody, conditional};
+
+/// The request header that carries the key.
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+
+/// The response header of a replayed answer.
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// Longest key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 255;
+
+/// Largest response body stored for replay.
+pub const MAX_STORED_BODY_BYTES: u64 = 1024 * 1024;
+
+/// The request's key: `None` without one; 400 unless it is one header of 1 to
+/// [`MAX_KEY_LEN`] visible ASCII characters.
+pub(crate) fn key_of(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    let bytes = value.as_bytes();
+    if values.next().is_some()
+        || !(1..=MAX_KEY_LEN).contains(&bytes.len())
+        || !bytes.iter().all(u8::is_ascii_graphic)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Idempotency-Key must be sent once, as 1 to {MAX_KEY_LEN} visible ASCII characters"
+        )));
+    }
+    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+/// Whether a response with `status` is the final answer to its request, to be replayed.
+fn is_final(status: StatusCode) -> bool {
+    (status.is_success() || status.is_client_error())
+        && !matches!(status.as_u16(), 408 | 409 | 425 | 429)
+}
+
+/// Runs a POST that carries `key` in `scope`.
+pub(crate) async fn run(
+    api: &Api,
+    route: Route,
+    parts: Parts,
+    body: RequestBody,
+    scope: String,
+    key: String,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let limit = api.config.max_body_bytes;
+    let bytes = collect_limited(&parts.headers, body, limit)
+        .await
+        .map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "a request with an Idempotency-Key may carry at most {limit} bytes; \
+                         send a larger upload without one"
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let print = fingerprint(parts.method.as_str(), path, &bytes);
+    let service = api.service.clone();
+    let token = match service.idempotency_claim(&scope, &key, &print).await? {
+        Claim::Claimed { token } => token,
+        Claim::Replay(stored) => return Ok(replay(stored)),
+        Claim::Mismatch => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "this Idempotency-Key was already used with a different request (method, path \
+                 or body); use a new key for a new request",
+            ));
+        }
+        Claim::InFlight => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "a request with this Idempotency-Key is still being processed; retry once it \
+                 has finished",
+            ));
+        }
+    };
+    let api = api.clone();
+    let task = async move {
+        let response = match conditional::dispatch(
+            &api,
+            route,
+            parts,
+            boxed(http_body_util::Full::new(bytes)),
+        )
+        .await
+        {
+            Ok(response) => response,
+            Err(err) => err.into_response(),
+        };
+        settle(&api, &scope, &key, &token, response).await
+    };
+    match tokio::spawn(task.in_current_span()).await {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            // The operation panicked: nothing to replay. The key stays claimed until its lease
+            // ends, since whether the operation wrote anything is unknown.
+            tracing::error!(error = %e, "an idempotent request's task failed");
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal server error",
+            ))
+        }
+    }
+}
+
+/// Stores `response` for replay when it is final and small enough, else releases the key;
+/// returns the response to send, unchanged in its bytes.
+async fn settle(
+    api: &Api,
+    scope: &str,
+    key: &str,
+    token: &str,
+    response: Response<ResponseBody>,
+) -> Response<ResponseBody> {
+    let size = response.body().size_hint().exact();
+    let storable = is_final(response.status()) && size.is_some_and(|n| n <= MAX_STORED_BODY_BYTES);
+    if !storable {
+        if let Err(e) = api.service.idempotency_release(scope, key, token).await {
+            tracing::warn!(error = %e, "could not release an idempotency key");
+        }
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body: Bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            tracing::error!(error = %e, "could not read a response body to store it");
+            if let Err(e) = api.service.idempotency_release(scope, key, token).await {
+                tracing::warn!(error = %e, "could not release an idempotency key");
+            }
+            return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+                .into_response();
+        }
+    };
+    let header_text = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let stored = StoredResponse {
+        status: parts.status.as_u16(),
+        content_type: header_text(header::CONTENT_TYPE),
+        location: header_text(header::LOCATION),
+        body: body.to_vec(),
+    };
+    if let Err(e) = api
+        .service
+        .idempotency_complete(scope, key, token, &stored)
+        .await
+    {
+        // The answer still goes out; a retry gets 409 until the claim's lease ends.
+        tracing::warn!(error = %e, "could not store an idempotent response");
+    }
+    Response::from_parts(parts, full(body))
+}
+
+/// The stored answer, with `Idempotent-Replayed: true`.
+fn replay(stored: StoredResponse) -> Response<ResponseBody> {
+    let mut response = Response::new(full(stored.body));
+    *response.status_mut() =
+        StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, stored.content_type),
+        (header::LOCATION, stored.location),
+    ] {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(name, value);
+        }
+    }
+    headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&[u8]]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(IDEMPOTENCY_KEY, HeaderValue::from_bytes(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn keys_are_one_header_of_visible_ascii() {
+        assert_eq!(key_of(&headers(&[])).unwrap(), None);
+        assert_eq!(
+            key_of(&headers(&[b"order-42"])).unwrap().as_deref(),
+            Some("order-42")
+        );
+        let longest = "k".repeat(MAX_KEY_LEN);
+        assert!(key_of(&headers(&[longest.as_bytes()])).unwrap().is_some());
+        let too_long = "k".repeat(MAX_KEY_LEN + 1);
+        for bad in [
+            vec![&b""[..]],
+            vec![too_long.as_bytes()],
+            vec![&b"with space"[..]],
+            vec![&b"caf\xc3\xa9"[..]],
+            vec![&b"a"[..], &b"b"[..]],
+        ] {
+            let err = key_of(&headers(&bad)).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+            assert!(err.detail().starts_with("Idempotency-Key must be"));
+        }
+    }
+
+    #[test]
+    fn only_final_answers_are_stored() {
+        for (status, stored) in [
+            (200, true),
+            (201, true),
+            (400, true),
+            (404, true),
+            (422, true),
+            (408, false),
+            (409, false),
+            (429, false),
+            (500, false),
+            (502, false),
+            (503, false),
+        ] {
+            assert_eq!(
+                is_final(StatusCode::from_u16(status).unwrap()),
+                stored,
+                "{status}"
+            );
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Rate limits, in this process's memory (GCRA, `governor`): one budget per credential (an API
+//! key, or a user for a JWT) of `per_second` requests with bursts of `burst`, and, per client
+//! IP, a budget of failed authentications. Every authenticated answer carries the IETF
+//! `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers; a refused request is
+//! a 429 with `Retry-After`.
+//!
+//! Limits are per instance: behind a load balancer spreading requests over N instances, a
+//! credential may send up to N times the configured rate.
+//!
+//! Memory stays bounded: every [`PRUNE_EVERY`] checks, the states of keys whose budget is full
+//! again (idle long enough) are dropped.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::HashMapStateStore;
+use governor::{Quota, RateLimiter};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+
+use crate::error::ApiError;
+
+/// Checks between two prunings of idle keys.
+const PRUNE_EVERY: u64 = 4096;
+
+/// Default of [`RateLimits::per_second`].
+pub const DEFAULT_PER_SECOND: u32 = 50;
+/// Default of [`RateLimits::burst`].
+pub const DEFAULT_BURST: u32 = 100;
+/// Default of [`RateLimits::auth_failures_per_minute`].
+pub const DEFAULT_AUTH_FAILURES_PER_MINUTE: u32 = 30;
+
+/// `RateLimit-Limit`: the burst, the most requests a full budget allows at once.
+pub const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+/// `RateLimit-Remaining`: requests the budget still allows at once.
+pub const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+/// `RateLimit-Reset`: seconds until the budget is full again.
+pub const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
+
+/// The rate limits of an [`Api`](crate::Api) (see [`Api::with_rate_limits`](crate::Api::with_rate_limits)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Sustained requests per second per credential; `0` disables the credential limit.
+    pub per_second: u32,
+    /// Requests a credential may send at once; at least 1 (`0` counts as 1).
+    pub burst: u32,
+    /// Failed authentications (401) per minute per client IP, also the burst; `0` disables.
+    /// Over it, the IP's requests are refused with 429 before their credentials are looked up.
+    pub auth_failures_per_minute: u32,
+    /// Proxies whose `X-Forwarded-For` is believed: when the connection comes from one of
+    /// them, the client is the right-most address of `X-Forwarded-For` that is not itself a
+    /// trusted proxy. Otherwise the client is the connection's peer.
+    pub trusted_proxies: Vec<IpNetwork>,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_second: DEFAULT_PER_SECOND,
+            burst: DEFAULT_BURST,
+            auth_failures_per_minute: DEFAULT_AUTH_FAILURES_PER_MINUTE,
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+/// An IP address or a CIDR block (`10.0.0.0/8`, `fd00::/8`, `127.0.0.1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNetwork {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNetwork {
+    /// Whether `ip` lies in this network. IPv4-mapped IPv6 addresses count as IPv4.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl FromStr for IpNetwork {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let bad = || format!("`{s}` is not an IP address or CIDR block (e.g. 10.0.0.0/8)");
+        let (addr, prefix) = match s.split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix)),
+            None => (s, None),
+        };
+        let addr = canonical(addr.parse::<IpAddr>().map_err(|_| bad())?);
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(bad)?,
+            None => max,
+        };
+        Ok(Self { addr, prefix })
+    }
+}
+
+/// `ip`, with an IPv4-mapped IPv6 address as the IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+type Keyed<K> = RateLimiter<K, HashMapStateStore<K>, DefaultClock, StateInformationMiddleware>;
+
+/// The limiters of one [`Api`](crate::Api), shared by its clones.
+pub(crate) struct Limiters {
+    config: RateLimits,
+    credentials: Option<Keyed<String>>,
+    auth_failures: Option<Keyed<IpAddr>>,
+    /// IPs over their failed-authentication budget, and until when.
+    blocked: Mutex<HashMap<IpAddr, Instant>>,
+    checks: AtomicU64,
+}
+
+impl std::fmt::Debug for Limiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiters")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the credential's budget says after a request was let through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    limit: u32,
+    remaining: u32,
+    reset: Duration,
+}
+
+impl Budget {
+    /// Adds the `RateLimit-*` headers.
+    pub(crate) fn apply(&self, headers: &mut HeaderMap) {
+        for (name, value) in [
+            (RATELIMIT_LIMIT, u64::from(self.limit)),
+            (RATELIMIT_REMAINING, u64::from(self.remaining)),
+            (RATELIMIT_RESET, ceil_secs(self.reset)),
+        ] {
+            headers.insert(name, HeaderValue::from(value));
+        }
+    }
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// A 429 that says when to try again, and (for a credential) its empty budget.
+fn too_many(detail: String, wait: Duration, limit: Option<u32>) -> ApiError {
+    let secs = ceil_secs(wait).max(1);
+    let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, detail)
+        .with_header(header::RETRY_AFTER, secs.to_string());
+    if let Some(limit) = limit {
+        err = err
+            .with_header(RATELIMIT_LIMIT, limit.to_string())
+            .with_header(RATELIMIT_REMAINING, "0".to_owned())
+            .with_header(RATELIMIT_RESET, secs.to_string());
+    }
+    err
+}
+
+impl Limiters {
+    pub(crate) fn new(config: RateLimits) -> Self {
+        let burst = NonZeroU32::new(config.burst).unwrap_or(NonZeroU32::MIN);
+        let credentials = NonZeroU32::new(config.per_second).map(|rate| {
+            RateLimiter::hashmap(Quota::per_second(rate).allow_burst(burst))
+                .with_middleware::<StateInformationMiddleware>()
+        });
+        let auth_failures = NonZeroU32::new(config.auth_failures_per_minute).map(|rate| {
+            RateLimiter::hashmap(Quota::per_minute(rate))
+                .with_middleware::<StateInformationMiddleware>()
+        });
+        Self {
+            config,
+            credentials,
+            auth_failures,
+            blocked: Mutex::new(HashMap::new()),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Drops idle keys now and then, so that memory follows the active callers only.
+    fn maybe_prune(&self) {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY != PRUNE_EVERY - 1 {
+            return;
+        }
+        if let Some(l) = &self.credentials {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+        if let Some(l) = &self.auth_failures {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+        let now = Instant::now();
+        if let Ok(mut blocked) = self.blocked.lock() {
+            blocked.retain(|_, until| *until > now);
+            blocked.shrink_to_fit();
+        }
+    }
+
+    /// Spends one request of `credential`'s budget: its state for the headers, or a 429.
+    pub(crate) fn check_credential(&self, credential: &str) -> Result<Option<Budget>, ApiError> {
+        let Some(limiter) = &self.credentials else {
+            return Ok(None);
+        };
+        self.maybe_prune();
+        let key = credential.to_owned();
+        match limiter.check_key(&key) {
+            Ok(snapshot) => {
+                let quota = snapshot.quota();
+                let limit = quota.burst_size().get();
+                let remaining = snapshot.remaining_burst_capacity();
+                let reset = quota.replenish_interval() * (limit - remaining);
+                Ok(Some(Budget {
+                    limit,
+                    remaining,
+                    reset,
+                }))
+            }
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                Err(too_many(
+                    format!(
+                        "too many requests with this credential: at most {} per second, in \
+                         bursts of up to {}; retry after the time in Retry-After",
+                        self.config.per_second,
+                        not_until.quota().burst_size()
+                    ),
+                    wait,
+                    Some(not_until.quota().burst_size().get()),
+                ))
+            }
+        }
+    }
+
+    /// 429 when `ip` spent its budget of failed authentications, before any lookup.
+    pub(crate) fn check_blocked(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        let Some(ip) = ip else { return Ok(()) };
+        if self.auth_failures.is_none() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let until = self
+            .blocked
+            .lock()
+            .ok()
+            .and_then(|b| b.get(&ip).copied())
+            .filter(|until| *until > now);
+        match until {
+            Some(until) => Err(self.auth_failure_error(until - now)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a failed authentication from `ip`; a 429 once its budget is spent.
+    pub(crate) fn auth_failed(&self, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        let (Some(ip), Some(limiter)) = (ip, &self.auth_failures) else {
+            return Ok(());
+        };
+        self.maybe_prune();
+        match limiter.check_key(&ip) {
+            Ok(_) => Ok(()),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                if let Ok(mut blocked) = self.blocked.lock() {
+                    blocked.insert(ip, Instant::now() + wait);
+                }
+                tracing::warn!(%ip, "too many failed authentications; refusing for a while");
+                Err(self.auth_failure_error(wait))
+            }
+        }
+    }
+
+    fn auth_failure_error(&self, wait: Duration) -> ApiError {
+        too_many(
+            format!(
+                "too many failed authentications from this address (at most {} per minute); \
+                 retry after the time in Retry-After",
+                self.config.auth_failures_per_minute
+            ),
+            wait,
+            None,
+        )
+    }
+
+    /// The client's address: the connection's peer (a [`SocketAddr`] in the request's
+    /// extensions, as [`serve()`](crate::serve) puts it), or, when the peer is a trusted
+    /// proxy, the right-most untrusted address of `X-Forwarded-For`.
+    pub(crate) fn client_ip(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Option<IpAddr> {
+        let peer = canonical(peer?);
+        let trusted = |ip: IpAddr| self.config.trusted_proxies.iter().any(|n| n.contains(ip));
+        if !trusted(peer) {
+            return Some(peer);
+        }
+        let mut client = peer;
+        let forwarded = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        for hop in forwarded.iter().rev() {
+            let Ok(ip) = hop.parse::<IpAddr>().map(canonical) else {
+                break; // garbage: stop at the last address we can vouch for
+            };
+            client = ip;
+            if !trusted(ip) {
+                break;
+            }
+        }
+        Some(client)
+    }
+}
+
+/// The peer address of the connection, when the server put it in the request's extensions.
+pub(crate) fn peer_of(extensions: &http::Extensions) -> Option<IpAddr> {
+    extensions.get::<SocketAddr>().map(SocketAddr::ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_parse_and_match() {
+        let net: IpNetwork = "10.1.0.0/16".parse().unwrap();
+        assert!(net.contains("10.1.2.3".parse().unwrap()));
+        assert!(net.contains("::ffff:10.1.2.3".parse().unwrap()));
+        assert!(!net.contains("10.2.0.1".parse().unwrap()));
+        let one: IpNetwork = "127.0.0.1".parse().unwrap();
+        assert!(one.contains("127.0.0.1".parse().unwrap()));
+        assert!(!one.contains("127.0.0.2".parse().unwrap()));
+        let v6: IpNetwork = "fd00::/8".parse().unwrap();
+        assert!(v6.contains("fd12::1".parse().unwrap()));
+        assert!(!v6.contains("10.1.2.3".parse().unwrap()));
+        let all: IpNetwork = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("8.8.8.8".parse().unwrap()));
+        for bad in ["", "10.0.0.0/33", "example.com", "10.0.0/8", "::/129"] {
+            assert!(bad.parse::<IpNetwork>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let limiters = Limiters::new(RateLimits {
+            trusted_proxies: vec!["10.0.0.0/8".parse().unwrap()],
+            ..RateLimits::default()
+        });
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("1.2.3.4, 203.0.113.9, 10.0.0.7"),
+        );
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        // From the trusted proxy: the right-most untrusted hop.
+        assert_eq!(
+            limiters.client_ip(ip("10.0.0.1"), &headers),
+            ip("203.0.113.9")
+        );
+        // From anyone else: the peer, whatever the header says.
+        assert_eq!(
+            limiters.client_ip(ip("198.51.100.1"), &headers),
+            ip("198.51.100.1")
+        );
+        assert_eq!(limiters.client_ip(None, &headers), None);
+        assert_eq!(
+            limiters.client_ip(ip("10.0.0.1"), &HeaderMap::new()),
+            ip("10.0.0.1")
+        );
+    }
+
+    #[test]
+    fn a_credential_gets_its_burst_then_429_with_headers() {
+        let limiters = Limiters::new(RateLimits {
+            per_second: 1,
+            burst: 3,
+            ..RateLimits::default()
+        });
+        let budgets: Vec<Budget> = (0..3)
+            .map(|_| limiters.check_credential("key:a").unwrap().unwrap())
+            .collect();
+        assert_eq!(
+            budgets.iter().map(|b| b.remaining).collect::<Vec<_>>(),
+            [2, 1, 0]
+        );
+        assert!(budgets.iter().all(|b| b.limit == 3));
+        let err = limiters.check_credential("key:a").unwrap_err();
+        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
+        let response = err.into_response();
+        let retry: u64 = response.headers()[header::RETRY_AFTER]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=2).contains(&retry), "{retry}");
+        assert_eq!(response.headers()[RATELIMIT_REMAINING], "0");
+        // Another credential has its own budget.
+        assert!(limiters.check_credential("key:b").is_ok());
+        // 0 disables.
+        let off = Limiters::new(RateLimits {
+            per_second: 0,
+            ..RateLimits::default()
+        });
+        assert!(off.check_credential("key:a").unwrap().is_none());
+    }
+
+    #[test]
+    fn failed_authentications_block_the_ip() {
+        let limiters = Limiters::new(RateLimits {
+            auth_failures_per_minute: 2,
+            ..RateLimits::default()
+        });
+        let ip = Some("203.0.113.9".parse().unwrap());
+        assert!(limiters.check_blocked(ip).is_ok());
+        assert!(limiters.auth_failed(ip).is_ok());
+        assert!(limiters.auth_failed(ip).is_ok());
+        assert_eq!(
+            limiters.auth_failed(ip).unwrap_err().status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        assert!(limiters.check_blocked(ip).is_err());
+        assert!(
+            limiters
+                .check_blocked(Some("198.51.100.1".parse().unwrap()))
+                .is_ok()
+        );
+        assert!(limiters.check_blocked(None).is_ok());
+    }
+}

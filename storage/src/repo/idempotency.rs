@@ -1,0 +1,173 @@
+//! Idempotency keys, in plain SQL that SQLite and Postgres both speak: every claim, take-over,
+//! completion and release is one conditional statement, so no transaction reads and then
+//! writes (on SQLite that would fail with "database is locked" under concurrency).
+
+use async_trait::async_trait;
+use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
+use voiceplane_core::idempotency::{
+    IdempotencyRecord, IdempotencyRepository, NewIdempotencyKey, StoredResponse,
+};
+use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
+
+use crate::SeaRepository;
+use crate::convert::{db_err, ts};
+
+impl SeaRepository {
+    /// Runs `sql` (written with Postgres's `$N` parameters) with `values`; returns the rows
+    /// it changed.
+    async fn idem_execute(&self, sql: &str, values: Vec<Value>) -> Result<u64> {
+        let backend = self.db.get_database_backend();
+        let done = self
+            .db
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                dialect(backend, sql),
+                values,
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// `sql` in the backend's parameter syntax: SQLite numbers its parameters `?N`.
+fn dialect(backend: DatabaseBackend, sql: &str) -> String {
+    match backend {
+        DatabaseBackend::Postgres => sql.to_owned(),
+        _ => sql.replace('$', "?"),
+    }
+}
+
+fn claim_values(row: &NewIdempotencyKey) -> Vec<Value> {
+    vec![
+        row.scope.clone().into(),
+        row.key.clone().into(),
+        row.fingerprint.clone().into(),
+        row.token.clone().into(),
+        row.created_at.as_micros().into(),
+        row.expires_at.as_micros().into(),
+        row.locked_until.as_micros().into(),
+    ]
+}
+
+fn record_from(row: &sea_orm::QueryResult) -> Result<IdempotencyRecord> {
+    let get = |e: sea_orm::DbErr| Error::Internal(format!("idempotency_keys row: {e}"));
+    let status: Option<i32> = row.try_get("", "response_status").map_err(get)?;
+    let response = match status {
+        Some(status) => Some(StoredResponse {
+            status: u16::try_from(status).unwrap_or(500),
+            content_type: row.try_get("", "response_content_type").map_err(get)?,
+            location: row.try_get("", "response_location").map_err(get)?,
+            body: row
+                .try_get::<Option<Vec<u8>>>("", "response_body")
+                .map_err(get)?
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    Ok(IdempotencyRecord {
+        fingerprint: row.try_get("", "fingerprint").map_err(get)?,
+        response,
+        expires_at: ts(row.try_get("", "expires_at").map_err(get)?),
+        locked_until: ts(row.try_get("", "locked_until").map_err(get)?),
+    })
+}
+
+#[async_trait]
+impl IdempotencyRepository for SeaRepository {
+    async fn idempotency_insert(&self, row: &NewIdempotencyKey) -> Result<bool> {
+        let n = self
+            .idem_execute(
+                "INSERT INTO idempotency_keys (scope, idem_key, fingerprint, token, created_at, \
+                 expires_at, locked_until) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT DO NOTHING",
+                claim_values(row),
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn idempotency_get(&self, scope: &str, key: &str) -> Result<Option<IdempotencyRecord>> {
+        let backend = self.db.get_database_backend();
+        let row = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(
+                backend,
+                dialect(
+                    backend,
+                    "SELECT fingerprint, response_status, response_content_type, \
+                     response_location, response_body, expires_at, locked_until \
+                     FROM idempotency_keys WHERE scope = $1 AND idem_key = $2",
+                ),
+                [scope.into(), key.into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(record_from).transpose()
+    }
+
+    async fn idempotency_take_over(&self, row: &NewIdempotencyKey) -> Result<bool> {
+        let n = self
+            .idem_execute(
+                "UPDATE idempotency_keys SET fingerprint = $3, token = $4, \
+                 response_status = NULL, response_content_type = NULL, \
+                 response_location = NULL, response_body = NULL, \
+                 created_at = $5, expires_at = $6, locked_until = $7 \
+                 WHERE scope = $1 AND idem_key = $2 AND (expires_at <= $5 \
+                 OR (response_status IS NULL AND locked_until <= $5))",
+                claim_values(row),
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn idempotency_complete(
+        &self,
+        scope: &str,
+        key: &str,
+        token: &str,
+        response: &StoredResponse,
+    ) -> Result<bool> {
+        let n = self
+            .idem_execute(
+                "UPDATE idempotency_keys SET response_status = $4, \
+                 response_content_type = $5, response_location = $6, response_body = $7 \
+                 WHERE scope = $1 AND idem_key = $2 AND token = $3 \
+                 AND response_status IS NULL",
+                vec![
+                    scope.into(),
+                    key.into(),
+                    token.into(),
+                    i32::from(response.status).into(),
+                    response.content_type.clone().into(),
+                    response.location.clone().into(),
+                    response.body.clone().into(),
+                ],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()> {
+        self.idem_execute(
+            "DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND token = $3 \
+             AND response_status IS NULL",
+            vec![scope.into(), key.into(), token.into()],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn idempotency_delete_expired(&self, now: Timestamp, limit: u64) -> Result<u64> {
+        self.idem_execute(
+            "DELETE FROM idempotency_keys WHERE (scope, idem_key) IN \
+             (SELECT scope, idem_key FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)",
+            vec![
+                now.as_micros().into(),
+                i64::try_from(limit).unwrap_or(i64::MAX).into(),
+            ],
+        )
+        .await
+    }
+}
