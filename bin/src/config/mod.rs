@@ -13,7 +13,7 @@
 //!
 //! The parts: [`ConfigError`] and its one-line wording (`error.rs`), [`Secret`] (`secret.rs`),
 //! booleans and numbers that may arrive as strings (`lenient.rs`), the keys with their types and
-//! defaults (`settings.rs`), the HTTP stack's and logging's keys (`web.rs`), loading and validation (`load.rs`) and the environment layer
+//! defaults (`settings.rs`), the HTTP side's and logging's keys (`web.rs`: `http.*`, `rate_limit.*`, `metrics.*`, `log.*`), loading and validation (`load.rs`) and the environment layer
 //! (`env.rs`).
 
 mod env;
@@ -30,14 +30,16 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, HttpSettings,
-    JobsSettings, KnowledgeConfig, MetricsSettings, ProviderOneConfig, ProviderTwoConfig,
-    ProvidersConfig, RateLimitSettings, RetentionSettings, SecretsConfig, StorageBackend,
-    StorageConfig, TelephonyConfig, TelephonyProviderConfig, WebhooksSettings,
+    AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, JobsSettings,
+    KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, RetentionSettings,
+    SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
+    WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
-pub use web::{CorsOrigins, LogFormat, LogSettings};
+pub use web::{
+    CorsOrigins, HttpSettings, LogFormat, LogSettings, MetricsSettings, RateLimitSettings,
+};
 
 /// Prefix of the environment variables read as configuration.
 pub const ENV_PREFIX: &str = "VOICEPLANE_";

@@ -1,12 +1,101 @@
-//! The keys of the binary's HTTP stack and logging: `http.cors_allowed_origins` (read into
-//! [`CorsOrigins`]) and `log.format` ([`LogSettings`]).
+//! The keys of the binary's HTTP side and logging: `http.*` ([`HttpSettings`], with
+//! `http.cors_allowed_origins` read into [`CorsOrigins`]), `rate_limit.*`
+//! ([`RateLimitSettings`]), `metrics.*` ([`MetricsSettings`]) and `log.format`
+//! ([`LogSettings`]).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::ConfigError;
 use super::error::truncate;
-use super::{ConfigError, HttpSettings};
+use super::lenient::{deserialize_bool, deserialize_usize};
+
+/// `http.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSettings {
+    /// `http.max_body_bytes`: largest JSON body accepted (413 beyond).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub max_body_bytes: usize,
+    /// `http.max_upload_bytes`: largest recording or knowledge-base file (413 beyond).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub max_upload_bytes: usize,
+    /// `http.cors_allowed_origins`: the browser origins allowed to call the API,
+    /// comma-separated, or `*` for any (read by [`HttpSettings::cors_origins`]). Unset: no
+    /// CORS headers at all.
+    pub cors_allowed_origins: Option<String>,
+    /// `http.trusted_proxies`: comma-separated IPs or CIDR blocks of the proxies whose
+    /// `X-Forwarded-For` names the client (for the per-IP limit of failed authentications).
+    pub trusted_proxies: String,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
+            cors_allowed_origins: None,
+            trusted_proxies: String::new(),
+        }
+    }
+}
+
+impl HttpSettings {
+    /// The parsed `http.trusted_proxies`, or the first entry that is not an IP or CIDR block.
+    pub fn trusted_proxies(&self) -> Result<Vec<voiceplane_http::IpNetwork>, String> {
+        self.trusted_proxies
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::parse)
+            .collect()
+    }
+}
+
+/// `rate_limit.*`: limits kept in each instance's memory, so N instances behind a load
+/// balancer allow up to N times these rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitSettings {
+    /// `rate_limit.per_second`: sustained requests per second per credential (API key, or
+    /// user for a JWT); `0` disables.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub per_second: usize,
+    /// `rate_limit.burst`: requests a credential may send at once.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub burst: usize,
+    /// `rate_limit.auth_failures_per_minute`: failed authentications per client IP per
+    /// minute (also the burst); `0` disables.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub auth_failures_per_minute: usize,
+}
+
+impl Default for RateLimitSettings {
+    fn default() -> Self {
+        Self {
+            per_second: voiceplane_http::DEFAULT_PER_SECOND as usize,
+            burst: voiceplane_http::DEFAULT_BURST as usize,
+            auth_failures_per_minute: voiceplane_http::DEFAULT_AUTH_FAILURES_PER_MINUTE as usize,
+        }
+    }
+}
+
+/// `metrics.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `metrics.enabled`: whether `GET /metrics` answers (Prometheus text format); when off,
+    /// no recorder is installed and the path is a 404.
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub enabled: bool,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
 
 /// `log.*`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
