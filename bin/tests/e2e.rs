@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{spawn_serve, spawn_server, temp_dir, voiceplane};
+use support::{bootstrap_org, spawn_serve, spawn_server, temp_dir, voiceplane};
 
 #[test]
 fn bootstrap_serve_read_back_and_stop() {
@@ -168,26 +168,7 @@ fn deliveries_survive_sigkill() {
         .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", ["1"; 60].join(","));
         cmd
     };
-    let out = with_env(voiceplane(&dir))
-        .args([
-            "bootstrap",
-            "--org-name",
-            "Acme",
-            "--admin-email",
-            "ops@example.com",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let (org, key) = (
-        boot["organization_id"].as_str().unwrap().to_owned(),
-        boot["api_key"].as_str().unwrap().to_owned(),
-    );
+    let (org, key) = bootstrap_org(with_env(voiceplane(&dir)), "ops@example.com");
     // The receiver's port, closed for now.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -17,33 +17,9 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{spawn_serve_logged, temp_dir, voiceplane};
+use support::{bootstrap_org, spawn_serve_logged, temp_dir, voiceplane};
 
 const APP: &str = "https://app.example.com";
-
-/// `voiceplane bootstrap` in `dir`: (organization id, API key).
-fn bootstrap(dir: &std::path::Path) -> (String, String) {
-    let out = voiceplane(dir)
-        .args([
-            "bootstrap",
-            "--org-name",
-            "Acme",
-            "--admin-email",
-            "ops@example.com",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        boot["organization_id"].as_str().unwrap().to_owned(),
-        boot["api_key"].as_str().unwrap().to_owned(),
-    )
-}
 
 fn configured(dir: &std::path::Path) -> Command {
     let mut cmd = voiceplane(dir);
@@ -100,7 +76,7 @@ fn request_log_line(logs: &mpsc::Receiver<String>, request_id: &str) -> Value {
 #[test]
 fn the_http_stack_over_a_real_listener() {
     let dir = temp_dir();
-    let (org, key) = bootstrap(&dir);
+    let (org, key) = bootstrap_org(voiceplane(&dir), "ops@example.com");
     let (mut child, base, before, logs) = spawn_serve_logged(configured(&dir));
     for line in &before {
         serde_json::from_str::<Value>(line)

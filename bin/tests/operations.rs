@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 
 mod support;
 
-use support::{spawn_serve, temp_dir, voiceplane};
+use support::{bootstrap_org, spawn_serve, temp_dir, voiceplane};
 
 const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
@@ -129,21 +129,7 @@ fn bootstrap(dir: &Path, env: &[(&str, &str)]) -> (String, String) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let email = format!("ops-{nanos}@example.com");
-    let out = cmd
-        .args(["bootstrap", "--org-name", "Ops", "--admin-email", &email])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        boot["organization_id"].as_str().unwrap().to_owned(),
-        boot["api_key"].as_str().unwrap().to_owned(),
-    )
+    bootstrap_org(cmd, &format!("ops-{nanos}@example.com"))
 }
 
 /// `voiceplane serve` with `env`; killed when dropped.

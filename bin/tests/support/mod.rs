@@ -31,6 +31,25 @@ pub fn voiceplane(dir: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd bootstrap` for an organization with the admin `email`, which must succeed, and
+/// returns the organization id and the admin API key it printed.
+pub fn bootstrap_org(mut cmd: Command, email: &str) -> (String, String) {
+    let out = cmd
+        .args(["bootstrap", "--org-name", "Acme", "--admin-email", email])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let boot: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        boot["organization_id"].as_str().unwrap().to_owned(),
+        boot["api_key"].as_str().unwrap().to_owned(),
+    )
+}
+
 /// Spawns `serve` on port 0 and returns the child, its base URL and the stream of its stderr.
 pub fn spawn_server(dir: &Path) -> (Child, String, mpsc::Receiver<String>) {
     spawn_serve(voiceplane(dir))
