@@ -82,9 +82,11 @@ typescript_tools() {
   fi
 }
 
-# The binary the tests built (a no-op build then), or built now when run on its own.
+# The binary the tests built, or built now when run on its own. The same command as the
+# tests' build, so that it is a no-op after them: `cargo build -p voiceplane` would resolve
+# features without the workspace's dev-dependencies and rebuild half the tree.
 binary() {
-  cargo build --quiet -p voiceplane
+  cargo test --workspace --no-run --quiet
   BIN="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)/voiceplane"
   "$BIN" openapi >"$WORK/openapi.json"
 }
