@@ -1,8 +1,9 @@
 //! Bearer tokens checked against an identity provider's JWKS (`auth.jwks_url`), served by a
 //! local server that rotates its keys, fails and disappears: RS256 and ES256 accepted, a new
 //! `kid` picked up, an unknown one refused, cached keys kept through an outage, one fetch for
-//! many waiting requests, and no second fetch within the fetch interval. On SQLite and
-//! Postgres, through `Service::authenticate` with the HTTP source the binary uses.
+//! many waiting requests, no second fetch within the fetch interval, and `last_login` written
+//! as for any JWT sign-in. On SQLite and Postgres, through `Service::authenticate` with the
+//! HTTP source the binary uses.
 //!
 //! The keys under `tests/fixtures/jwks/` are throwaway test keys made with `openssl genpkey`
 //! (RSA 2048, EC P-256); the `.jwk.json` files hold their public parameters, base64url-encoded
@@ -147,6 +148,15 @@ async fn rs256_and_es256_keys_are_used_and_rotation_is_followed(ctx: &TestContex
     assert_eq!(sign_in(&service, org, &rs).await.unwrap(), user);
     let es = token(user, Algorithm::ES256, EC_A, Some("ec-a"));
     assert_eq!(sign_in(&service, org, &es).await.unwrap(), user);
+    // A sign-in through the identity provider is a sign-in like any other.
+    let admin = ctx.actor(org, &boot.api_key).await;
+    let member = ctx.service.member_list(&admin).await.unwrap();
+    assert!(
+        member
+            .iter()
+            .any(|m| m.user_id == user && m.last_login.is_some()),
+        "last_login is written"
+    );
     assert_eq!(
         fetches(&server).await,
         1,
