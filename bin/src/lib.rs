@@ -123,7 +123,6 @@ pub async fn build_service(config: &Config) -> Result<Arc<Service>, Error> {
 
 /// [`build_service`], and the repository under it (the metrics read its pool and queue).
 async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> {
-    let jwt = config.jwt_verifier()?;
     if config.storage.backend == StorageBackend::Fs {
         let root = &config.storage.root;
         std::fs::create_dir_all(root).map_err(|e| {
@@ -141,7 +140,8 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             ))
         })?;
     let repo = open_database(config).await?;
-    let (voices, telephony, embedder) = upstreams(config)?;
+    let (voices, telephony, embedder, jwks) = upstreams(config)?;
+    let jwt = config.jwt_verifier(jwks)?;
     let master_key = match (config.secrets.master_key_bytes()?, config.master_key_file()) {
         (Some(key), _) => Some(key),
         (None, Some(path)) => Some(master_key::load_or_create(&path)?),
@@ -225,10 +225,11 @@ type Upstreams = (
     voiceplane_core::voice::VoiceProviders,
     Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
     Option<Arc<dyn voiceplane_core::knowledge::Embedder>>,
+    Option<Arc<dyn voiceplane_core::auth::JwksSource>>,
 );
 
-/// The voice providers, the telephony probe and the embeddings provider (when configured),
-/// sharing one HTTP connection pool. A voice provider without an API key is still built: its
+/// The voice providers, the telephony probe, the embeddings provider and the JWKS source (the
+/// last two when configured), sharing one HTTP connection pool. A voice provider without an API key is still built: its
 /// operations answer 503 "… is not configured".
 fn upstreams(config: &Config) -> Result<Upstreams, Error> {
     use voiceplane_clients as clients;
@@ -258,6 +259,14 @@ fn upstreams(config: &Config) -> Result<Upstreams, Error> {
     );
     let embedder = embedder(config, &http)?
         .map(|e| Arc::new(e) as Arc<dyn voiceplane_core::knowledge::Embedder>);
+    let jwks = config
+        .auth
+        .jwks_url
+        .as_deref()
+        .map(|url| clients::HttpJwksSource::new(http.clone(), url))
+        .transpose()
+        .map_err(fail)?
+        .map(|s| Arc::new(s) as Arc<dyn voiceplane_core::auth::JwksSource>);
     let telephony = clients::HttpTelephonyValidator::new(
         http,
         clients::TelephonySettings {
@@ -271,7 +280,7 @@ fn upstreams(config: &Config) -> Result<Upstreams, Error> {
         provider_two: Some(provider_two.clone()),
         library: Some(provider_two),
     };
-    Ok((voices, Arc::new(telephony), embedder))
+    Ok((voices, Arc::new(telephony), embedder, jwks))
 }
 
 /// The knowledge base's embeddings provider (`embeddings.*`) over the shared pool `http`;

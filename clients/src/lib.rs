@@ -12,6 +12,8 @@
 //!   Telnyx credentials;
 //! - [`OpenAiEmbedder`], the [`Embedder`](voiceplane_core::knowledge::Embedder) of any
 //!   OpenAI-compatible embeddings endpoint, in batches, with a timeout of its own;
+//! - [`HttpJwksSource`], the [`JwksSource`](voiceplane_core::auth::JwksSource) of an identity
+//!   provider's signing keys (`auth.jwks_url`);
 //! - [`HttpWebhookSender`], the [`WebhookSender`](voiceplane_core::webhooks::WebhookSender)
 //!   of webhook deliveries, with a pool of its own that connects only to addresses its target
 //!   policy allows.
@@ -45,6 +47,7 @@
 //! ```
 
 mod embeddings;
+mod jwks;
 mod provider_one;
 mod provider_two;
 mod telephony;
@@ -58,6 +61,7 @@ use serde::de::DeserializeOwned;
 use voiceplane_core::Error;
 
 pub use embeddings::{EmbeddingsSettings, OpenAiEmbedder};
+pub use jwks::{HttpJwksSource, JWKS_MAX_BYTES, JWKS_TIMEOUT};
 pub use provider_one::{ProviderOne, ProviderOneSettings};
 pub use provider_two::{ProviderTwo, ProviderTwoSettings};
 pub use telephony::{HttpTelephonyValidator, TelephonySettings};

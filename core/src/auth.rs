@@ -1,6 +1,9 @@
 //! Credentials: API key secrets, JWT verification, and the authenticated [`Actor`].
 
+mod jwks;
+
 use std::fmt;
+use std::sync::Arc;
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use rand::RngExt;
@@ -9,6 +12,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::role::{Permission, Role};
+
+pub use jwks::{JwksSettings, JwksSource};
 
 /// Prefix of every API key secret.
 pub const API_KEY_SECRET_PREFIX: &str = "vpk_";
@@ -151,8 +156,9 @@ pub struct UserClaims {
     pub name: Option<String>,
 }
 
-/// JWT settings: an HS256 secret or a PEM public key (RSA for RS256, EC P-256 for ES256), and
-/// optional issuer and audience. `Debug` hides the secret.
+/// JWT settings: an HS256 secret, and either a PEM public key (RSA for RS256, EC P-256 for
+/// ES256) or a JWKS of RS256 and ES256 keys, and optional issuer and audience. `Debug` hides the
+/// secret.
 #[derive(Clone, Default)]
 pub struct JwtSettings {
     /// HS256 shared secret.
@@ -163,6 +169,9 @@ pub struct JwtSettings {
     pub issuer: Option<String>,
     /// Required `aud`, when set.
     pub audience: Option<String>,
+    /// The identity provider's JWKS (`auth.jwks_url`); RS256 and ES256 tokens are then checked
+    /// against it and must name their key in `kid`. Excludes `public_key_pem`.
+    pub jwks: Option<JwksSettings>,
 }
 
 impl fmt::Debug for JwtSettings {
@@ -175,27 +184,34 @@ impl fmt::Debug for JwtSettings {
             .field("public_key_pem", &self.public_key_pem.is_some())
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
+            .field("jwks", &self.jwks)
             .finish()
     }
 }
 
-/// Verifies bearer tokens against the configured keys.
+/// Verifies bearer tokens against the configured keys. Clones share one JWKS cache.
 #[derive(Clone)]
 pub struct JwtVerifier {
     keys: Vec<(DecodingKey, Validation)>,
+    jwks: Option<Arc<jwks::JwksCache>>,
+    /// The issuer and audience checks, for the algorithm of a JWKS key.
+    jwks_validation: [Validation; 2],
 }
 
 impl fmt::Debug for JwtVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JwtVerifier")
             .field("keys", &self.keys.len())
+            .field("jwks", &self.jwks)
             .finish()
     }
 }
 
 impl JwtVerifier {
     /// Builds a verifier; `Ok(None)` when no key is configured. A PEM that is neither an RSA
-    /// nor an EC public key is an error naming `auth.jwt_public_key_pem`.
+    /// nor an EC public key is an error naming `auth.jwt_public_key_pem`; a PEM key and a JWKS
+    /// together are an error naming `auth.jwks_url`. Nothing is fetched yet: the first token
+    /// that needs the JWKS does that.
     pub fn new(settings: &JwtSettings) -> Result<Option<Self>> {
         let mut keys = Vec::new();
         let validation = |alg| {
@@ -218,7 +234,13 @@ impl JwtVerifier {
                 validation(Algorithm::HS256),
             ));
         }
-        if let Some(pem) = settings.public_key_pem.as_deref().filter(|s| !s.is_empty()) {
+        let pem = settings.public_key_pem.as_deref().filter(|s| !s.is_empty());
+        if pem.is_some() && settings.jwks.is_some() {
+            return Err(Error::invalid(
+                "auth.jwks_url cannot be combined with auth.jwt_public_key_pem; keep one (the JWKS serves the identity provider's keys itself)",
+            ));
+        }
+        if let Some(pem) = pem {
             let pem = pem.as_bytes();
             if let Ok(key) = DecodingKey::from_rsa_pem(pem) {
                 keys.push((key, validation(Algorithm::RS256)));
@@ -230,13 +252,50 @@ impl JwtVerifier {
                 ));
             }
         }
-        Ok((!keys.is_empty()).then_some(Self { keys }))
+        let jwks = settings
+            .jwks
+            .clone()
+            .map(|s| Arc::new(jwks::JwksCache::new(s)));
+        if keys.is_empty() && jwks.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            keys,
+            jwks,
+            jwks_validation: [validation(Algorithm::RS256), validation(Algorithm::ES256)],
+        }))
     }
 
-    /// Verifies signature, expiry, issuer and audience, and returns the claims.
-    pub fn verify(&self, token: &str) -> Result<UserClaims> {
+    /// Verifies signature, expiry, issuer and audience, and returns the claims. With a JWKS,
+    /// RS256 and ES256 tokens are checked against the key their `kid` names, which may fetch
+    /// the set (see [`JwksSettings`]).
+    pub async fn verify(&self, token: &str) -> Result<UserClaims> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| Error::unauthenticated("bearer token is not a well-formed JWT"))?;
+        if let Some(jwks) = &self.jwks
+            && matches!(header.alg, Algorithm::RS256 | Algorithm::ES256)
+        {
+            let kid = header.kid.as_deref().ok_or_else(|| {
+                Error::unauthenticated(
+                    "bearer token lacks the `kid` header that names its signing key",
+                )
+            })?;
+            let key = jwks.key(kid).await?;
+            if key.alg != header.alg {
+                return Err(Error::unauthenticated(format!(
+                    "bearer token is signed with {:?}, but the key its `kid` names is for {:?}",
+                    header.alg, key.alg
+                )));
+            }
+            // JWKS keys are only ever RS256 or ES256 (see `jwks::signing_algorithm`).
+            let [rs256, es256] = &self.jwks_validation;
+            let validation = if key.alg == Algorithm::RS256 {
+                rs256
+            } else {
+                es256
+            };
+            return decode(token, &key.key, validation);
+        }
         let Some((key, validation)) = self
             .keys
             .iter()
@@ -247,7 +306,13 @@ impl JwtVerifier {
                 header.alg
             )));
         };
-        jsonwebtoken::decode::<UserClaims>(token, key, validation)
+        decode(token, key, validation)
+    }
+}
+
+/// Decodes and checks `token` with `key`, in the sentences of a 401.
+fn decode(token: &str, key: &DecodingKey, validation: &Validation) -> Result<UserClaims> {
+    jsonwebtoken::decode::<UserClaims>(token, key, validation)
             .map(|data| data.claims)
             .map_err(|e| {
                 Error::unauthenticated(match e.kind() {
@@ -263,7 +328,6 @@ impl JwtVerifier {
                     _ => "bearer token is invalid".to_owned(),
                 })
             })
-    }
 }
 
 #[cfg(test)]

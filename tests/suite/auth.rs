@@ -1,7 +1,8 @@
 //! Authentication and authorization: bootstrap's admin key, API keys and bearer tokens
 //! mapped to actors (401 and 403 over HTTP), what the `user` role may not do, and another
-//! organization's resources never found; `last_login` in its own module.
+//! organization's resources never found; JWKS and `last_login` in modules of their own.
 
+mod jwks;
 mod last_login;
 
 use reqwest::{Method, StatusCode};

@@ -192,7 +192,7 @@ mod tests {
             assert_eq!(c.auth.jwt_secret, Some(Secret::new("000123")));
             assert_eq!(c.providers.provider_two.base_url, "http://127.0.0.1:1");
             assert_eq!(c.telephony.telnyx.base_url, "http://127.0.0.1:2");
-            assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_some());
+            assert!(c.jwt_verifier(None).map_err(|e| e.to_string())?.is_some());
 
             // --config wins over VOICEPLANE_CONFIG.
             jail.create_file("flag.toml", "[http]\nmax_body_bytes = 20\n")?;
@@ -214,6 +214,40 @@ mod tests {
             assert_eq!(
                 load_err(jail),
                 "config error: auth.jwt_secret: both VOICEPLANE_AUTH__JWT_SECRET and VOICEPLANE_AUTH__JWT_SECRET_FILE are set; keep one"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_jwks_url_is_an_http_url_without_a_pem_key() {
+        Jail::expect_with(|jail| {
+            jail.set_env("VOICEPLANE_AUTH__JWKS_URL", "https://idp.example/certs");
+            jail.set_env("VOICEPLANE_AUTH__JWT_SECRET", "s");
+            let c = load(jail, None)?.config;
+            assert_eq!(
+                c.auth.jwks_url.as_deref(),
+                Some("https://idp.example/certs")
+            );
+
+            jail.set_env("VOICEPLANE_AUTH__JWKS_URL", "idp.example/certs");
+            assert!(
+                load_err(jail).starts_with("config error: auth.jwks_url: "),
+                "{}",
+                load_err(jail)
+            );
+
+            jail.set_env("VOICEPLANE_AUTH__JWKS_URL", "https://idp.example/certs");
+            jail.set_env(
+                "VOICEPLANE_AUTH__JWT_PUBLIC_KEY_PEM",
+                "-----BEGIN PUBLIC KEY-----",
+            );
+            assert!(
+                load_err(jail).starts_with(
+                    "config error: auth.jwks_url: cannot be combined with auth.jwt_public_key_pem"
+                ),
+                "{}",
+                load_err(jail)
             );
             Ok(())
         });
@@ -275,7 +309,6 @@ mod tests {
                     "http.cors_allowed_origins" => "https://app.test",
                     "log.format" => "json",
                     "secrets.master_key" => "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-                    "auth.jwks_url" => continue,
                     "auth.jwt_public_key_pem" => continue,
                     k if k.ends_with("url") || k.ends_with("endpoint") => "https://x.test",
                     _ => "v",

@@ -4,11 +4,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
-use voiceplane_core::auth::{JwtSettings, JwtVerifier};
+use voiceplane_core::auth::{JwksSettings, JwksSource, JwtSettings, JwtVerifier};
 use voiceplane_storage::{DatabaseOptions, redact_url};
 
 use super::error::truncate;
@@ -142,11 +143,14 @@ impl Config {
         }
 
         let auth = &self.auth;
-        if auth.jwks_url.is_some() {
-            return Err(ConfigError::new(
-                "auth.jwks_url",
-                "is not supported yet; use auth.jwt_secret or auth.jwt_public_key_pem",
-            ));
+        if let Some(url) = &auth.jwks_url {
+            check_http_url("auth.jwks_url", url)?;
+            if auth.jwt_public_key_pem.is_some() {
+                return Err(ConfigError::new(
+                    "auth.jwks_url",
+                    "cannot be combined with auth.jwt_public_key_pem; keep one (the JWKS serves the identity provider's keys itself)",
+                ));
+            }
         }
         check_not_empty(
             "auth.jwt_secret",
@@ -158,7 +162,7 @@ impl Config {
         )?;
         check_not_empty("auth.issuer", auth.issuer.as_deref())?;
         check_not_empty("auth.audience", auth.audience.as_deref())?;
-        self.jwt_verifier()?;
+        self.jwt_verifier(None)?;
 
         check_not_empty(
             "secrets.master_key",
@@ -354,7 +358,7 @@ impl Config {
         }
     }
 
-    /// The core's JWT settings.
+    /// The core's JWT settings, without the JWKS source ([`Config::jwt_verifier`] adds it).
     pub fn jwt_settings(&self) -> JwtSettings {
         JwtSettings {
             hs256_secret: self.auth.jwt_secret.as_ref().map(|s| s.expose().to_owned()),
@@ -367,17 +371,27 @@ impl Config {
             }),
             issuer: self.auth.issuer.clone(),
             audience: self.auth.audience.clone(),
+            jwks: None,
         }
     }
 
-    /// The JWT verifier; `Ok(None)` when no key is configured.
-    pub fn jwt_verifier(&self) -> Result<Option<JwtVerifier>, ConfigError> {
-        JwtVerifier::new(&self.jwt_settings()).map_err(|e| {
+    /// The JWT verifier, checking RS256 and ES256 tokens against the keys `jwks` fetches
+    /// from `auth.jwks_url` when given; `Ok(None)` when no key is configured.
+    pub fn jwt_verifier(
+        &self,
+        jwks: Option<Arc<dyn JwksSource>>,
+    ) -> Result<Option<JwtVerifier>, ConfigError> {
+        let settings = JwtSettings {
+            jwks: jwks.map(JwksSettings::new),
+            ..self.jwt_settings()
+        };
+        JwtVerifier::new(&settings).map_err(|e| {
             let message = e.to_string();
-            let message = message
-                .strip_prefix("auth.jwt_public_key_pem ")
-                .unwrap_or(&message)
-                .to_owned();
+            for key in ["auth.jwt_public_key_pem", "auth.jwks_url"] {
+                if let Some(rest) = message.strip_prefix(key) {
+                    return ConfigError::new(key, rest.trim_start());
+                }
+            }
             ConfigError::new("auth.jwt_public_key_pem", message)
         })
     }
@@ -533,8 +547,8 @@ mod tests {
             ),
             (
                 "VOICEPLANE_AUTH__JWKS_URL",
-                "https://idp/jwks",
-                "auth.jwks_url: is not supported yet; use auth.jwt_secret or auth.jwt_public_key_pem",
+                "ftp://idp/jwks",
+                r#"auth.jwks_url: "ftp://idp/jwks" is not an http:// or https:// URL"#,
             ),
             (
                 "VOICEPLANE_AUTH__JWT_PUBLIC_KEY_PEM",
@@ -644,7 +658,7 @@ mod tests {
                 r"-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEBVAhqBnYweIzIaYtDXW4Dk9fDtVp\nWA/KuKqudyeMAS5FXgVlWHxOFWsXuQq5L6CUKKsVLDs2TRdBCIawgRME1g==\n-----END PUBLIC KEY-----\n",
             );
             let c = load(jail, None)?.config;
-            assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_some());
+            assert!(c.jwt_verifier(None).map_err(|e| e.to_string())?.is_some());
             Ok(())
         });
     }

@@ -219,7 +219,9 @@ pub struct AuthConfig {
     /// `auth.jwt_public_key_pem`: PEM public key for RS256 or ES256. A literal `\n` in it is
     /// read as a newline, so that a PEM fits on one environment variable line.
     pub jwt_public_key_pem: Option<String>,
-    /// `auth.jwks_url`: not supported yet; setting it is an error.
+    /// `auth.jwks_url`: the identity provider's JWKS (an http(s) URL); RS256 and ES256 tokens
+    /// are checked against its keys by `kid`. Excludes `auth.jwt_public_key_pem`; combines
+    /// with `auth.jwt_secret` (HS256 tokens).
     pub jwks_url: Option<String>,
     /// `auth.issuer`: required `iss` claim.
     pub issuer: Option<String>,
@@ -570,7 +572,7 @@ mod tests {
             assert_eq!(c.knowledge.max_bytes, 52_428_800);
             assert_eq!(c.knowledge.max_pages, 2000);
             assert_eq!(c.knowledge.timeout(), std::time::Duration::from_secs(60));
-            assert!(c.jwt_verifier().map_err(|e| e.to_string())?.is_none());
+            assert!(c.jwt_verifier(None).map_err(|e| e.to_string())?.is_none());
             Ok(())
         });
     }

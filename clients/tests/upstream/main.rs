@@ -8,6 +8,7 @@
 
 mod embeddings;
 mod failures;
+mod jwks;
 mod provider_one;
 mod provider_two;
 mod telephony;

@@ -93,13 +93,13 @@ impl Service {
     }
 
     /// Verifies a bearer token and its `sub`; 401 when no JWT key is configured.
-    pub(super) fn verify_user_token(&self, token: &str) -> Result<UserClaims> {
+    pub(super) async fn verify_user_token(&self, token: &str) -> Result<UserClaims> {
         let jwt = self.jwt.as_ref().ok_or_else(|| {
             Error::unauthenticated(
                 "bearer tokens are not accepted: this server has no JWT key configured",
             )
         })?;
-        let claims = jwt.verify(token)?;
+        let claims = jwt.verify(token).await?;
         if !IdKind::User.matches(&claims.sub) {
             return Err(Error::unauthenticated(
                 "bearer token `sub` is not a user id (`user_…`)",
@@ -109,7 +109,7 @@ impl Service {
     }
 
     async fn authenticate_bearer(&self, token: &str, org: &str) -> Result<Actor> {
-        let claims = self.verify_user_token(token)?;
+        let claims = self.verify_user_token(token).await?;
         let membership = self
             .repo
             .membership_find(org, &claims.sub)

@@ -125,7 +125,7 @@ impl Service {
                     "accepting an invitation needs the invitee's Authorization: Bearer token",
                 )
             })?;
-        let claims = self.verify_user_token(token)?;
+        let claims = self.verify_user_token(token).await?;
         let id = IdKind::Invitation.parse(invite_id)?;
         let invitation = self
             .repo
