@@ -61,7 +61,10 @@ async fn a_retry_replays_the_first_answer(ctx: &TestContext) {
     let first = post_with_key(&c, "/api/agents", "create-support-1", &body).await;
     assert_eq!(first.status, StatusCode::CREATED);
     assert!(!first.replayed);
-    assert!(first.location.is_some(), "a 201 carries Location, and so does its replay");
+    assert!(
+        first.location.is_some(),
+        "a 201 carries Location, and so does its replay"
+    );
     let again = post_with_key(&c, "/api/agents", "create-support-1", &body).await;
     assert!(again.replayed, "the retry is marked as replayed");
     assert_eq!(
