@@ -37,6 +37,7 @@ const EMBED: Call = Call {
     invalid: None,
     not_found: None,
     check: "embeddings.base_url and embeddings.model",
+    refused: crate::API_KEY,
 };
 
 /// The answer allowed per input on top of the pool's `max_response_bytes`: a vector of 4096

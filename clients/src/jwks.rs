@@ -27,6 +27,8 @@ const FETCH: Call = Call {
     invalid: None,
     not_found: None,
     check: "auth.jwks_url",
+    // A JWKS is public: a 401/403 means the URL points somewhere else than the key set.
+    refused: "the key set request (a JWKS needs no credentials; check auth.jwks_url)",
 };
 
 /// Fetches a JWKS over HTTP: [`JwksSource`].

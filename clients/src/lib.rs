@@ -195,7 +195,12 @@ struct Call {
     /// The configuration to check when the upstream does not know the endpoint (404) or,
     /// without `invalid`, refuses the request (400/422): "providers.provider_one.base_url".
     check: &'static str,
+    /// What a 401/403 says the upstream refused: "the configured API key".
+    refused: &'static str,
 }
+
+/// [`Call::refused`] of the upstreams we call with an API key.
+const API_KEY: &str = "the configured API key";
 
 impl Call {
     /// A failure to send the request or read its response.
@@ -221,9 +226,7 @@ impl Call {
             "upstream answered with an error status"
         );
         match code {
-            401 | 403 => {
-                Error::Upstream(format!("{} rejected the configured API key", self.provider))
-            }
+            401 | 403 => Error::Upstream(format!("{} rejected {}", self.provider, self.refused)),
             400 | 422 => match self.invalid {
                 Some(invalid) => Error::InvalidInput(format!(
                     "{} rejected {invalid} (HTTP {code})",

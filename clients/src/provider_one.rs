@@ -28,6 +28,7 @@ const SEARCH: Call = Call {
     invalid: Some("the search parameters (query, language, gender or cursor)"),
     not_found: None,
     check: "providers.provider_one.base_url",
+    refused: crate::API_KEY,
 };
 
 /// The `Cartesia-Version` sent when none is configured.

@@ -36,6 +36,7 @@ const SEARCH: Call = Call {
     invalid: Some("the search parameters (query, page_size or cursor)"),
     not_found: None,
     check: "providers.provider_two.base_url",
+    refused: crate::API_KEY,
 };
 const LIBRARY: Call = Call {
     provider: PROVIDER,
@@ -43,6 +44,7 @@ const LIBRARY: Call = Call {
     invalid: Some("the shared library filters"),
     not_found: None,
     check: "providers.provider_two.base_url",
+    refused: crate::API_KEY,
 };
 const ADD: Call = Call {
     provider: PROVIDER,
@@ -50,6 +52,7 @@ const ADD: Call = Call {
     invalid: Some("adding the shared voice; check public_owner_id, voice_id and name"),
     not_found: Some("provider_two has no shared voice with this public_owner_id and voice_id"),
     check: "providers.provider_two.base_url",
+    refused: crate::API_KEY,
 };
 
 /// Configuration of [`ProviderTwo`].

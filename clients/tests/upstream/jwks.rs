@@ -72,6 +72,11 @@ async fn failures_are_upstream_errors_without_the_body() {
             ResponseTemplate::new(302).insert_header("location", "https://elsewhere.example/"),
             "unexpected HTTP 302",
         ),
+        // A key set is public: a refusal says the URL is wrong, not that a key is.
+        (
+            ResponseTemplate::new(401).set_body_string(UPSTREAM_BODY),
+            "a JWKS needs no credentials; check auth.jwks_url",
+        ),
     ] {
         server.reset().await;
         Mock::given(method("GET"))
