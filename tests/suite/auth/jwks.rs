@@ -126,6 +126,41 @@ async fn sign_in(service: &Service, org: &str, token: &str) -> Result<String, Er
         .map(|actor| actor.user_id)
 }
 
+/// `n` sign-ins with `token`, all at once; their outcomes, in no particular order.
+async fn sign_in_at_once(
+    service: &Arc<Service>,
+    org: &str,
+    token: &str,
+    n: usize,
+) -> Vec<Result<String, Error>> {
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (service, org, token) = (service.clone(), org.to_owned(), token.to_owned());
+        requests.spawn(async move { sign_in(&service, &org, &token).await });
+    }
+    let mut outcomes = Vec::with_capacity(n);
+    while let Some(result) = requests.join_next().await {
+        outcomes.push(result.expect("the task ran"));
+    }
+    outcomes
+}
+
+/// A JWKS server serving [`first_set`] slowly, so that concurrent requests all arrive while
+/// the first fetch is under way, and a service on it that never refreshes by itself.
+async fn slow_provider(ctx: &TestContext) -> (MockServer, Arc<Service>) {
+    let server = MockServer::start().await;
+    serve(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(first_set())
+            .set_delay(Duration::from_millis(300)),
+    )
+    .await;
+    let hour = Duration::from_secs(3600);
+    let service = service(ctx, &server, hour, hour);
+    (server, service)
+}
+
 fn assert_401(result: Result<String, Error>, expect: &str) {
     match result {
         Err(Error::Unauthenticated(m)) => assert!(m.contains(expect), "{m:?} lacks {expect:?}"),
@@ -280,43 +315,19 @@ async fn waiting_requests_share_one_fetch_and_the_interval_holds(ctx: &TestConte
     let boot = ctx.bootstrap("Acme").await;
     let org = boot.organization_id.clone();
     let user = boot.user_id.clone();
-    let server = MockServer::start().await;
-    // A slow provider: every request below arrives while the first fetch is under way.
-    serve(
-        &server,
-        ResponseTemplate::new(200)
-            .set_body_json(first_set())
-            .set_delay(Duration::from_millis(300)),
-    )
-    .await;
-    let service = service(
-        ctx,
-        &server,
-        Duration::from_secs(3600),
-        Duration::from_secs(3600),
-    );
+    let (server, service) = slow_provider(ctx).await;
 
     let rs = token(&user, Algorithm::RS256, RSA_A, Some("rsa-a"));
-    let mut requests = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (service, org, rs) = (service.clone(), org.clone(), rs.clone());
-        requests.spawn(async move { sign_in(&service, &org, &rs).await });
-    }
-    while let Some(result) = requests.join_next().await {
-        assert_eq!(result.expect("the task ran").unwrap(), user);
+    for outcome in sign_in_at_once(&service, &org, &rs, 16).await {
+        assert_eq!(outcome.unwrap(), user);
     }
     assert_eq!(fetches(&server).await, 1, "16 waiting requests, one fetch");
 
     // Unknown kids within the fetch interval: refused without another fetch, however many
     // arrive at once.
     let unknown = token(&user, Algorithm::RS256, RSA_B, Some("rsa-b"));
-    let mut requests = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (service, org, unknown) = (service.clone(), org.clone(), unknown.clone());
-        requests.spawn(async move { sign_in(&service, &org, &unknown).await });
-    }
-    while let Some(result) = requests.join_next().await {
-        assert_401(result.expect("the task ran"), "does not publish");
+    for outcome in sign_in_at_once(&service, &org, &unknown, 16).await {
+        assert_401(outcome, "does not publish");
     }
     let other = token(&user, Algorithm::RS256, RSA_B, Some("rsa-c"));
     assert_401(sign_in(&service, &org, &other).await, "does not publish");
@@ -327,28 +338,10 @@ async fn unknown_kids_on_a_cold_cache_cause_one_fetch(ctx: &TestContext) {
     let boot = ctx.bootstrap("Acme").await;
     let org = boot.organization_id.clone();
     let user = boot.user_id.clone();
-    let server = MockServer::start().await;
-    serve(
-        &server,
-        ResponseTemplate::new(200)
-            .set_body_json(first_set())
-            .set_delay(Duration::from_millis(300)),
-    )
-    .await;
-    let service = service(
-        ctx,
-        &server,
-        Duration::from_secs(3600),
-        Duration::from_secs(3600),
-    );
+    let (server, service) = slow_provider(ctx).await;
     let unknown = token(&user, Algorithm::RS256, RSA_B, Some("rsa-b"));
-    let mut requests = tokio::task::JoinSet::new();
-    for _ in 0..16 {
-        let (service, org, unknown) = (service.clone(), org.clone(), unknown.clone());
-        requests.spawn(async move { sign_in(&service, &org, &unknown).await });
-    }
-    while let Some(result) = requests.join_next().await {
-        assert_401(result.expect("the task ran"), "does not publish");
+    for outcome in sign_in_at_once(&service, &org, &unknown, 16).await {
+        assert_401(outcome, "does not publish");
     }
     assert_eq!(fetches(&server).await, 1, "16 unknown kids, one fetch");
     // The fetched keys serve without another fetch.
