@@ -97,6 +97,18 @@ async fn create_and_follow(c: &ApiCaller, path: &str, body: Value) -> (Value, St
     (created.json()["data"].clone(), resolved.path().to_owned())
 }
 
+/// A server, an admin of a new organization on it, and the full URL of a new agent.
+async fn an_agent(ctx: &TestContext) -> (TestServer, ApiCaller, String) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    let agent = c.create("/api/agents", agent_body("Desk")).await;
+    let url = server.url(&format!(
+        "/api/agents/{}",
+        agent["agent_id"].as_str().unwrap()
+    ));
+    (server, c, url)
+}
+
 async fn every_201_has_a_location_that_resolves(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
     let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
@@ -167,13 +179,7 @@ async fn every_201_has_a_location_that_resolves(ctx: &TestContext) {
 }
 
 async fn etags_answer_304_and_412(ctx: &TestContext) {
-    let server = TestServer::start(ctx).await;
-    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
-    let agent = c.create("/api/agents", agent_body("Desk")).await;
-    let url = server.url(&format!(
-        "/api/agents/{}",
-        agent["agent_id"].as_str().unwrap()
-    ));
+    let (server, c, url) = an_agent(ctx).await;
 
     let first = send(&c, Method::GET, &url, &[], None).await;
     assert_eq!(first.status, StatusCode::OK);
@@ -449,13 +455,7 @@ async fn a_patch_answers_the_tag_a_get_gives(ctx: &TestContext) {
 /// Clients racing to update one resource with the same tag: exactly one wins, the others get
 /// 412 (the check and the write of conditional requests are serialized per resource).
 async fn one_of_racing_conditional_writers_wins(ctx: &TestContext) {
-    let server = TestServer::start(ctx).await;
-    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
-    let agent = c.create("/api/agents", agent_body("Desk")).await;
-    let url = server.url(&format!(
-        "/api/agents/{}",
-        agent["agent_id"].as_str().unwrap()
-    ));
+    let (server, c, url) = an_agent(ctx).await;
     let etag = send(&c, Method::GET, &url, &[], None).await.etag();
     let writers = (0..6).map(|i| {
         let (c, url, etag) = (c.clone(), url.clone(), etag.clone());
