@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
     CallFilter, CallQuery, CallSearch, CallStatus, StatsGroupBy, StatsGrouping,
@@ -30,97 +30,20 @@ use voiceplane_core::model::{
 use voiceplane_core::page::{PageParams, PageQuery};
 use voiceplane_core::time::Timestamp;
 use voiceplane_storage::call_queries::{list_statement, stats_statement};
-use voiceplane_suite::sample::{Words, ms, percentile};
+use voiceplane_suite::sample::{DAY, START, Words, ms, percentile, seed_calls};
 use voiceplane_suite::{TestContext, new_agent};
 
 const DEFAULT_CALLS: usize = 1_000_000;
-const BATCH: usize = 1_000;
-/// Batches per transaction while seeding.
-const BATCHES_PER_TXN: usize = 20;
-const DAYS: i64 = 60;
 const PAGE: u32 = 50;
 const PAGE_RUNS: usize = 200;
 const SEARCHES: usize = 200;
 const STATS_RUNS: usize = 10;
-/// 2026-01-01T00:00:00Z.
-const START: i64 = 1_767_225_600_000_000;
-const DAY: i64 = 86_400_000_000;
-const STATUSES: [&str; 5] = ["completed", "failed", "no_answer", "busy", "in_progress"];
-const REASONS: [&str; 3] = ["user_hangup", "agent_hangup", "error"];
 
 fn calls_wanted() -> usize {
     std::env::var("VOICEPLANE_BENCH_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_CALLS)
-}
-
-/// Seeds `n` calls (and the transcripts of every tenth) with literal multi-row `INSERT`s.
-async fn seed(ctx: &TestContext, org: &str, agents: &[String], n: usize) {
-    let db = ctx.repo.connection();
-    let step = DAYS * DAY / n as i64;
-    let mut rng = Words(0x9e37_79b9_7f4a_7c15);
-    let mut done = 0;
-    while done < n {
-        let txn = db.begin().await.unwrap();
-        for _ in 0..BATCHES_PER_TXN {
-            if done >= n {
-                break;
-            }
-            let end = (done + BATCH).min(n);
-            let mut calls = Vec::with_capacity(end - done);
-            let mut messages = Vec::new();
-            for i in done..end {
-                let r = rng.number();
-                let sid = format!("call_{i:024}");
-                let created = START + i as i64 * step;
-                let agent = &agents[(r % 5) as usize];
-                let status = STATUSES[((r >> 8) % 5) as usize];
-                let reason = REASONS[((r >> 16) % 3) as usize];
-                let duration = (r >> 24) % 600;
-                let cost = duration as f64 * 0.01;
-                let turns = if i % 10 == 0 { 1 + (r >> 40) % 2 } else { 0 };
-                calls.push(format!(
-                    "('{sid}','{org}','{agent}','Agent','+1415555{:04}','+1650555{:04}',\
-                     '{}','{status}',TRUE,{cost},{duration}.0,{turns},NULL,NULL,'{reason}',NULL,\
-                     {created},{created},NULL,NULL,NULL,{turns})",
-                    r % 10_000,
-                    (r >> 12) % 10_000,
-                    ["inbound", "outbound", "preview"][((r >> 32) % 3) as usize],
-                ));
-                for seq in 1..=turns {
-                    messages.push(format!(
-                        "('{org}','{sid}',{seq},'{}','{}',NULL,NULL,NULL,NULL,NULL,{created})",
-                        if seq == 1 { "user" } else { "agent" },
-                        rng.sentence()
-                    ));
-                }
-            }
-            txn.execute_unprepared(&format!(
-                "INSERT INTO calls (call_sid, organization_id, agent_id, agent_name, to_number, \
-                 from_number, call_type, status, recording_enabled, total_cost, \
-                 duration_seconds, turn_count, start_time, end_time, end_reason, \
-                 billing_status, created_at, updated_at, recording_key, \
-                 recording_content_type, recording_size, message_seq) VALUES {}",
-                calls.join(",")
-            ))
-            .await
-            .unwrap();
-            if !messages.is_empty() {
-                txn.execute_unprepared(&format!(
-                    "INSERT INTO call_messages (organization_id, call_sid, seq, role, text, \
-                     start_ms, end_ms, tool_name, tool_arguments, tool_result, created_at) \
-                     VALUES {}",
-                    messages.join(",")
-                ))
-                .await
-                .unwrap();
-            }
-            done = end;
-        }
-        txn.commit().await.unwrap();
-    }
-    db.execute_unprepared("ANALYZE").await.unwrap();
 }
 
 /// The plan of `statement` as the database explains it, one line per step.
@@ -196,7 +119,7 @@ async fn run(ctx: &TestContext, name: &str) {
     }
     let n = calls_wanted();
     let started = Instant::now();
-    seed(ctx, &org, &agents, n).await;
+    seed_calls(ctx.repo.connection(), &org, &agents, n).await;
     println!(
         "{name}: seeded {n} calls ({} transcripts) in {:.1} s",
         n.div_ceil(10),

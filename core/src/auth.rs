@@ -1,6 +1,7 @@
 //! Credentials: API key secrets, JWT verification, and the authenticated [`Actor`].
 
 mod jwks;
+mod keys;
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::role::{Permission, Role};
 
 pub use jwks::{JwksSettings, JwksSource};
+pub(crate) use keys::KeyCache;
 
 /// Prefix of every API key secret.
 pub const API_KEY_SECRET_PREFIX: &str = "vpk_";

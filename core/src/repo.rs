@@ -155,6 +155,14 @@ pub trait ApiKeyRepository: Send + Sync {
     async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str, event: &Event) -> Result<()>;
     /// The key whose secret hashes to `secret_hash`, in any organization.
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>>;
+    /// A number that every revocation of a key ([`api_key_revoke`], and the keys of a removed
+    /// member) raises in its own transaction, by any instance on the database: while it stays
+    /// the same, no key has been revoked. Asked on every authenticated request, so it should
+    /// be cheap (answered from memory where the database announces revocations), and never
+    /// behind a revocation that had committed when it was asked.
+    ///
+    /// [`api_key_revoke`]: ApiKeyRepository::api_key_revoke
+    async fn credential_version(&self) -> Result<i64>;
     /// Sets `last_used_at = now` unless it is already later than `not_before`; the condition
     /// keeps the write rate at one per key per interval.
     async fn api_key_touch(

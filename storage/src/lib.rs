@@ -89,6 +89,7 @@ pub fn redact_url(url: &str) -> String {
 
 pub mod blob;
 mod convert;
+mod direct;
 mod entity;
 mod migration;
 mod monitor;
@@ -99,12 +100,15 @@ pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 pub use monitor::{JobCounts, PoolStatus};
 pub use repo::call_queries;
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
+    ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection, Statement,
     TransactionTrait,
 };
 
+use crate::direct::DirectReads;
 use crate::pool::Db;
+use crate::repo::credentials::CredentialFeed;
 use sea_orm_migration::MigratorTrait;
+use std::sync::Arc;
 
 /// The SeaORM repository: a pooled connection to SQLite or Postgres. While the database is
 /// unreachable, operations fail with [`Error::Unavailable`] within
@@ -113,6 +117,12 @@ use sea_orm_migration::MigratorTrait;
 #[derive(Clone, Debug)]
 pub struct SeaRepository {
     db: Db,
+    /// What this instance knows of the credential version (`repo/credentials.rs`).
+    credentials: Arc<CredentialFeed>,
+    /// Whether the Postgres listener of `credentials` has been started.
+    listening: Arc<std::sync::OnceLock<()>>,
+    /// The hot reads of a SQLite file, on the calling thread (`direct.rs`).
+    direct: Option<Arc<DirectReads>>,
 }
 
 impl SeaRepository {
@@ -199,8 +209,16 @@ impl SeaRepository {
                     .map_err(convert::db_err)?;
             }
         }
+        let credentials = if is_memory {
+            CredentialFeed::exclusive()
+        } else {
+            CredentialFeed::default()
+        };
         Ok(Self {
             db: Db::new(db, options.acquire_timeout),
+            credentials: Arc::new(credentials),
+            listening: Arc::default(),
+            direct: direct::sqlite_file(url).map(|path| Arc::new(DirectReads::new(path))),
         })
     }
 
@@ -234,6 +252,29 @@ impl SeaRepository {
         }
         migration::Migrator::up(&txn, None).await.map_err(failed)?;
         txn.commit().await.map_err(failed)
+    }
+
+    /// The credential version ([`ApiKeyRepository::credential_version`]). On Postgres the
+    /// first call starts the listener that keeps it in memory: after migrations, which create
+    /// its table.
+    ///
+    /// [`ApiKeyRepository::credential_version`]: voiceplane_core::repo::ApiKeyRepository::credential_version
+    async fn credential_version_now(&self) -> Result<i64> {
+        if let Some(direct) = &self.direct {
+            let read = Statement::from_string(
+                DatabaseBackend::Sqlite,
+                "SELECT version FROM credential_version WHERE id = 1",
+            );
+            return direct.one(&read, direct::integer)?.ok_or_else(|| {
+                Error::Internal("the credential_version row is missing".to_owned())
+            });
+        }
+        if self.db.get_database_backend() == DatabaseBackend::Postgres {
+            self.listening.get_or_init(|| {
+                repo::credentials::listen(self.db.inner.clone(), &self.credentials);
+            });
+        }
+        self.credentials.current(&self.db).await
     }
 
     /// The underlying connection, for callers that need raw access (tests, tooling).

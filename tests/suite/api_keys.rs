@@ -246,9 +246,68 @@ async fn revoke_over_http(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// Keys are cached by each instance; a removed member's keys stop at once on every instance,
+/// like a revoked key (`revoke_over_http`).
+async fn a_removed_members_keys_stop_on_every_instance(ctx: &TestContext) {
+    let boot = ctx.bootstrap("Acme").await;
+    let org = boot.organization_id.clone();
+    let admin = ctx.actor(&org, &boot.api_key).await;
+    let invitation = ctx
+        .service
+        .invitation_create(
+            &admin,
+            serde_json::from_value(json!({"email": "two@example.com", "role": "agent_manager"}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let token = jwt_for("user_two000000000000001", Some("two@example.com"), 600);
+    let member = ctx
+        .service
+        .invitation_accept(Some(&token), &invitation.invite_id)
+        .await
+        .unwrap()
+        .data;
+    let two = ctx
+        .service
+        .authenticate(&voiceplane_core::auth::Credentials {
+            api_key: None,
+            bearer: Some(token),
+            organization_id: Some(org.clone()),
+        })
+        .await
+        .unwrap();
+    let key = ctx
+        .service
+        .api_key_create(
+            &two,
+            serde_json::from_value(json!({"name": "two's", "role": "agent_manager"})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let credentials = voiceplane_core::auth::Credentials {
+        api_key: Some(key.api_key.clone()),
+        bearer: None,
+        organization_id: Some(org.clone()),
+    };
+    let second = ctx.another_instance().await;
+    for _ in 0..3 {
+        second.authenticate(&credentials).await.unwrap();
+        ctx.authenticate_key(&org, &key.api_key).await.unwrap();
+    }
+    ctx.service
+        .member_remove(&admin, &member.membership_id)
+        .await
+        .unwrap();
+    let refused = Error::unauthenticated("API key has been revoked");
+    assert_detail(second.authenticate(&credentials).await, refused.clone());
+    assert_detail(ctx.authenticate_key(&org, &key.api_key).await, refused);
+}
+
 db_tests!(
     api_keys_are_created_and_listed_without_secrets,
     last_used_at_is_written_at_most_once_a_minute,
     revoking_a_key,
     revoke_over_http,
+    a_removed_members_keys_stop_on_every_instance,
 );

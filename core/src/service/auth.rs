@@ -1,6 +1,8 @@
 //! Authentication: resolving a request's API key or bearer token to the [`Actor`] it acts as
 //! in the organization named by `X-Organization-Id`.
 
+use std::sync::Arc;
+
 use super::Service;
 use crate::auth::{Actor, Credentials, Principal, UserClaims, hash_secret, is_well_formed_secret};
 use crate::error::{Error, Result};
@@ -53,11 +55,23 @@ impl Service {
         if !is_well_formed_secret(secret) {
             return Err(Error::unauthenticated("API key is malformed"));
         }
-        let key = self
-            .repo
-            .api_key_find_by_hash(&hash_secret(secret))
-            .await?
-            .ok_or_else(|| Error::unauthenticated("API key is not valid"))?;
+        let hash = hash_secret(secret);
+        // The version first: a revocation committed after this read leaves a key read below
+        // cached under the older version, so the next request reads it again.
+        let version = self.repo.credential_version().await?;
+        let key = match self.keys.get(&hash, version) {
+            Some(key) => key,
+            None => {
+                let key = Arc::new(
+                    self.repo
+                        .api_key_find_by_hash(&hash)
+                        .await?
+                        .ok_or_else(|| Error::unauthenticated("API key is not valid"))?,
+                );
+                self.keys.put(&hash, Arc::clone(&key), version);
+                key
+            }
+        };
         let now = self.now();
         match key.status_at(now) {
             ApiKeyStatus::Revoked => {
@@ -76,19 +90,22 @@ impl Service {
             .is_none_or(|t| t.add_seconds(TOUCH_INTERVAL_SECS) <= now);
         if stale {
             // Best effort: a failed touch must not fail the request it describes.
-            if let Err(e) = self
+            match self
                 .repo
                 .api_key_touch(&key.key_id, now, now.add_seconds(-TOUCH_INTERVAL_SECS))
                 .await
             {
-                tracing::warn!(key_id = %key.key_id, error = %e, "could not record API key use");
+                Ok(()) => self.keys.touched(&hash, now),
+                Err(e) => {
+                    tracing::warn!(key_id = %key.key_id, error = %e, "could not record API key use");
+                }
             }
         }
         Ok(Actor {
-            organization_id: key.organization_id,
-            user_id: key.user_id,
+            organization_id: key.organization_id.clone(),
+            user_id: key.user_id.clone(),
             role: key.role,
-            principal: Principal::ApiKey(key.key_id),
+            principal: Principal::ApiKey(key.key_id.clone()),
         })
     }
 

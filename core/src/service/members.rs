@@ -241,6 +241,8 @@ impl Service {
                 )
                 .await,
         )?;
+        self.keys
+            .forget(&actor.organization_id, |k| k.user_id == member.user_id);
         Ok(Outcome::new(
             member,
             "member removed; the API keys they created here are revoked",

@@ -75,6 +75,8 @@ pub struct Service {
     knowledge: knowledge::Knowledge,
     /// How long parsing one document may take.
     knowledge_timeout: std::time::Duration,
+    /// The API keys this instance has read (shared by clones).
+    keys: Arc<crate::auth::KeyCache>,
 }
 
 /// How the service delivers webhooks.
@@ -130,6 +132,7 @@ impl Service {
             },
             knowledge: knowledge::Knowledge::default(),
             knowledge_timeout: std::time::Duration::from_secs(60),
+            keys: Arc::default(),
         }
     }
 

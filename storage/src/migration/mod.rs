@@ -10,6 +10,7 @@ use sea_orm_migration::schema::{
 mod m0007_knowledge;
 mod m0008_calls_as_data;
 mod m0010_idempotency;
+mod m0012_credential_version;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -62,6 +63,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0007_knowledge::M0007Knowledge),
             Box::new(m0008_calls_as_data::M0008CallsAsData),
             Box::new(m0010_idempotency::M0010Idempotency),
+            Box::new(m0012_credential_version::M0012CredentialVersion),
         ]
     }
 }

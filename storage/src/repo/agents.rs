@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter,
+    QueryTrait, TransactionTrait,
 };
 use voiceplane_core::Result;
 use voiceplane_core::model::{Agent, Event, EventStamp, PhoneNumberStatus};
@@ -16,6 +17,7 @@ use voiceplane_core::time::Timestamp;
 use super::{keyset, lock_org, record_event, require_existing};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts};
+use crate::direct;
 use crate::entity::{agent, document, phone_number, tool};
 
 fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<Agent> {
@@ -242,7 +244,19 @@ impl AgentRepository for SeaRepository {
     }
 
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>> {
-        get(&self.db, organization_id, agent_id).await
+        let Some(direct) = &self.direct else {
+            return get(&self.db, organization_id, agent_id).await;
+        };
+        let agent = agent::Entity::find_by_id(agent_id.to_owned())
+            .filter(agent::Column::OrganizationId.eq(organization_id))
+            .build(DbBackend::Sqlite);
+        let Some(agent) = direct.one(&agent, direct::agent_row)? else {
+            return Ok(None);
+        };
+        let numbers = phone_number::Entity::find()
+            .filter(phone_number::Column::AssignedAgentId.eq(agent_id))
+            .build(DbBackend::Sqlite);
+        agent_from(agent, direct.all(&numbers, direct::phone_number_row)?).map(Some)
     }
 
     async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>> {

@@ -2,16 +2,21 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryTrait,
+    TransactionTrait,
+};
 use voiceplane_core::model::{ApiKey, ApiKeyStatus, Event, EventStamp};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::ApiKeyRepository;
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
+use super::credentials::CredentialFeed;
 use super::{all, keyset, one, record_event, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
+use crate::direct;
 use crate::entity::api_key;
 
 fn api_key_from(m: api_key::Model) -> Result<ApiKey> {
@@ -59,12 +64,18 @@ impl ApiKeyRepository for SeaRepository {
     }
 
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
-        one(
-            &self.db,
-            api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash)),
-            api_key_from,
-        )
-        .await
+        let select = api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash));
+        if let Some(direct) = &self.direct {
+            return direct
+                .one(&select.build(DbBackend::Sqlite), direct::api_key_row)?
+                .map(api_key_from)
+                .transpose();
+        }
+        one(&self.db, select, api_key_from).await
+    }
+
+    async fn credential_version(&self) -> Result<i64> {
+        self.credential_version_now().await
     }
 
     async fn api_key_touch(
@@ -142,7 +153,9 @@ impl ApiKeyRepository for SeaRepository {
         .await?
         .ok_or_else(|| Error::Internal("revoked key vanished".to_owned()))?;
         record_event(&txn, organization_id, &event.with(&key)?).await?;
+        let version = CredentialFeed::raise(&txn).await?;
         txn.commit().await.map_err(db_err)?;
+        self.credentials.committed(version);
         Ok(true)
     }
 }

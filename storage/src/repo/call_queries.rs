@@ -230,6 +230,13 @@ impl CallQueryRepository for SeaRepository {
     ) -> Result<Vec<Call>> {
         let backend = self.db.get_database_backend();
         let statement = list_statement(backend, organization_id, query, page);
+        if let Some(direct) = &self.direct {
+            return direct
+                .all(&statement, crate::direct::call_row)?
+                .into_iter()
+                .map(call_from)
+                .collect();
+        }
         call::Entity::find()
             .from_raw_sql(statement)
             .all(&self.db)

@@ -19,6 +19,7 @@ mod api_keys;
 pub mod call_queries;
 mod calls;
 mod chunks;
+pub(crate) mod credentials;
 mod documents;
 mod events;
 mod idempotency;
