@@ -95,6 +95,7 @@ pub mod api_key {
         pub last_used_at: Option<i64>,
         pub expires_at: Option<i64>,
         pub revoked_at: Option<i64>,
+        pub scopes: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

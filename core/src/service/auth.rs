@@ -89,6 +89,8 @@ impl Service {
             user_id: key.user_id,
             role: key.role,
             principal: Principal::ApiKey(key.key_id),
+            scopes: key.scopes,
+            request: Default::default(),
         })
     }
 
@@ -136,6 +138,8 @@ impl Service {
             user_id: membership.user_id,
             role: membership.role,
             principal: Principal::User,
+            scopes: None,
+            request: Default::default(),
         })
     }
 }

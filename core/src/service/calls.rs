@@ -1,11 +1,11 @@
 //! Calls: record, view, update (the list and its filters are in `call_queries`).
 
 use super::Service;
-use crate::auth::Actor;
+use crate::auth::{Actor, Need};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{Call, CallStatus, CallUpdate, EventType, NewCall};
-use crate::role::Permission;
+use crate::role::{Permission, Role};
 use crate::validate;
 
 impl Service {
@@ -16,7 +16,11 @@ impl Service {
         let created_at = match input.created_at {
             Some(at) => {
                 // Back-dating decides how long retention keeps the call: an import, not a write.
-                actor.require(Permission::CallsImport)?;
+                actor.require(Need::at_least(
+                    Permission::CallsWrite,
+                    Role::Admin,
+                    "importing a call with `created_at`",
+                ))?;
                 if at > now {
                     return Err(Error::invalid("created_at must not be in the future"));
                 }

@@ -23,7 +23,7 @@ impl Service {
         actor: &Actor,
         input: NewInvitation,
     ) -> Result<Invitation> {
-        actor.require(Permission::InvitationsManage)?;
+        actor.require(Permission::MembersWrite)?;
         let email = validate::email("email", &input.email)?;
         let now = self.now();
         let invitation = Invitation {
@@ -43,7 +43,7 @@ impl Service {
 
     /// Pending, unexpired invitations of the organization, newest first.
     pub async fn invitation_list(&self, actor: &Actor) -> Result<Vec<Invitation>> {
-        actor.require(Permission::InvitationsRead)?;
+        actor.require(Permission::MembersRead)?;
         self.repo
             .invitation_list_pending(&actor.organization_id, self.now())
             .await
@@ -53,7 +53,7 @@ impl Service {
     /// expiry is shown as `expired`. 404 for an unknown invitation or one of another
     /// organization.
     pub async fn invitation_view(&self, actor: &Actor, invite_id: &str) -> Result<Invitation> {
-        actor.require(Permission::InvitationsRead)?;
+        actor.require(Permission::MembersRead)?;
         let id = IdKind::Invitation.parse(invite_id)?;
         let mut invitation = self
             .repo
@@ -78,7 +78,7 @@ impl Service {
         actor: &Actor,
         invite_id: &str,
     ) -> Result<Outcome<Invitation>> {
-        actor.require(Permission::InvitationsManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Invitation.parse(invite_id)?;
         let org = actor.organization_id.as_str();
         let not_found = || Error::not_found(format!("invitation {id} not found"));
@@ -208,7 +208,7 @@ impl Service {
         membership_id: &str,
         input: MemberUpdate,
     ) -> Result<Member> {
-        actor.require(Permission::MembersManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Membership.parse(membership_id)?;
         self.after_write(
             self.repo
@@ -229,7 +229,7 @@ impl Service {
         actor: &Actor,
         membership_id: &str,
     ) -> Result<Outcome<Member>> {
-        actor.require(Permission::MembersManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Membership.parse(membership_id)?;
         let member = self.after_write(
             self.repo

@@ -70,7 +70,7 @@ impl Service {
 
     /// Deletes a call with its transcript and recording; answers the call as it was.
     pub async fn call_delete(&self, actor: &Actor, call_sid: &str) -> Result<Outcome<Call>> {
-        actor.require(Permission::CallsDelete)?;
+        actor.require(Permission::CallsWrite)?;
         let call_sid = IdKind::Call.parse(call_sid)?;
         let call = self
             .calls_remove(
@@ -89,7 +89,7 @@ impl Service {
     /// Deletes only a call's recording; answers the call without it. 404 when the call has
     /// none.
     pub async fn recording_delete(&self, actor: &Actor, call_sid: &str) -> Result<Outcome<Call>> {
-        actor.require(Permission::CallsDelete)?;
+        actor.require(Permission::CallsWrite)?;
         let call = self.call_view(actor, call_sid).await?;
         let now = self.now();
         let mut call = self
@@ -110,7 +110,7 @@ impl Service {
 
     /// The organization's retention policy.
     pub async fn organization_settings_view(&self, actor: &Actor) -> Result<OrganizationSettings> {
-        actor.require(Permission::SettingsManage)?;
+        actor.require(Permission::SettingsRead)?;
         self.repo
             .organization_settings(&actor.organization_id)
             .await?
@@ -123,6 +123,7 @@ impl Service {
         actor: &Actor,
         input: OrganizationSettingsUpdate,
     ) -> Result<OrganizationSettings> {
+        actor.require(Permission::SettingsWrite)?;
         let mut settings = self.organization_settings_view(actor).await?;
         for (field, change, slot) in [
             (

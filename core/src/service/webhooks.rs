@@ -122,7 +122,7 @@ impl Service {
 
     /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
     pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let url = check_webhook_url(&input.url, &self.webhooks.policy).await?;
         let events = check_events(&input.events)?;
         let description = check_description(input.description.as_deref())?;
@@ -144,7 +144,7 @@ impl Service {
 
     /// The organization's endpoints, newest first.
     pub async fn webhook_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Webhook>> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         let query = PageQuery::from_params(params, IdKind::Webhook)?;
         let rows = self
             .repo
@@ -157,7 +157,7 @@ impl Service {
 
     /// One endpoint of the organization, without its secret.
     pub async fn webhook_view(&self, actor: &Actor, webhook_id: &str) -> Result<Webhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         self.repo
             .webhook_get(&actor.organization_id, &id)
@@ -172,6 +172,7 @@ impl Service {
         webhook_id: &str,
         input: WebhookUpdate,
     ) -> Result<Webhook> {
+        actor.require(Permission::WebhooksWrite)?;
         let mut webhook = self.webhook_view(actor, webhook_id).await?;
         if let Some(v) = &input.url {
             webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
@@ -198,7 +199,7 @@ impl Service {
         actor: &Actor,
         webhook_id: &str,
     ) -> Result<Outcome<Webhook>> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let webhook = self
             .repo
@@ -215,7 +216,7 @@ impl Service {
         actor: &Actor,
         webhook_id: &str,
     ) -> Result<CreatedWebhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let (secret, sealed) = self.webhook_secret(&id)?;
         let now = self.now();
@@ -236,7 +237,7 @@ impl Service {
     /// Records a `webhook.test` event and schedules its delivery to this endpoint only,
     /// whatever its subscriptions and status.
     pub async fn webhook_test(&self, actor: &Actor, webhook_id: &str) -> Result<Delivery> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let event = self.event(
             EventType::WebhookTest,
@@ -282,7 +283,7 @@ impl Service {
         webhook_id: &str,
         delivery_id: &str,
     ) -> Result<Delivery> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let webhook_id = IdKind::Webhook.parse(webhook_id)?;
         let delivery_id = IdKind::Delivery.parse(delivery_id)?;
         let now = self.now();
