@@ -30,7 +30,7 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, JobsSettings,
+    AuditSettings, AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, JobsSettings,
     KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, RetentionSettings,
     SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
     WebhooksSettings,
@@ -84,6 +84,7 @@ pub const KEYS: &[&str] = &[
     "log.format",
     "http.trusted_proxies",
     "events.retention_days",
+    "audit.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
     "jobs.lease_secs",

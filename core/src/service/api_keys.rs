@@ -1,6 +1,6 @@
 //! API keys: create, list, view, revoke.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::{Actor, ApiKeySecret, Need};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -79,7 +79,7 @@ impl Service {
             scopes,
         };
         // The key without its secret: an event never carries one.
-        let event = self.event(EventType::ApiKeyCreated, &key)?;
+        let event = self.event(EventType::ApiKeyCreated, &key, By::Creating(actor))?;
         self.after_write(self.repo.api_key_insert(&key, &secret.hash(), &event).await)?;
         Ok(CreatedApiKey {
             key,
@@ -140,7 +140,7 @@ impl Service {
                     org,
                     &key_id,
                     self.now(),
-                    &self.event_stamp(EventType::ApiKeyRevoked),
+                    &self.event_stamp(EventType::ApiKeyRevoked, By::updating(actor, &key)?),
                 )
                 .await,
         )?;

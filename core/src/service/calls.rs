@@ -1,6 +1,6 @@
 //! Calls: record, view, update (the list and its filters are in `call_queries`).
 
-use super::Service;
+use super::{By, Service};
 use crate::auth::{Actor, Need};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -56,7 +56,7 @@ impl Service {
             billing_status: None,
             recording: None,
         };
-        let event = self.event(EventType::CallCreated, &call)?;
+        let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
         self.after_write(self.repo.call_insert(&call, &event).await)?;
         Ok(call)
     }
@@ -80,6 +80,7 @@ impl Service {
     ) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
         let mut call = self.call_view(actor, call_sid).await?;
+        let by = By::updating(actor, &call)?;
         if let Some(status) = input.status {
             call.status = status;
         }
@@ -118,7 +119,7 @@ impl Service {
             call.turn_count = t;
         }
         call.updated_at = self.now().max(call.updated_at);
-        let event = self.event(EventType::CallUpdated, &call)?;
+        let event = self.event(EventType::CallUpdated, &call, by)?;
         self.after_write(self.repo.call_update(&call, &event).await)?;
         Ok(call)
     }

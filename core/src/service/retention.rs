@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::Service;
+use super::{By, Service};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -40,13 +40,16 @@ impl Service {
     /// batch with its events and file-delete jobs, then wakes the runners.
     async fn calls_remove(
         &self,
+        by: Option<&Actor>,
         organization_id: &str,
         call_sid: Option<&str>,
         created_before: Option<Timestamp>,
         part: CallPart,
         now: Timestamp,
     ) -> Result<Vec<Call>> {
-        let stamp = |t: EventType| self.event_stamp(t);
+        let stamp = |t: EventType| {
+            self.event_stamp(t, by.map_or(By::System, By::Deleting))
+        };
         let blob_job = |call_sid: &str, key: &str| NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: BLOB_DELETE.to_owned(),
@@ -74,6 +77,7 @@ impl Service {
         let call_sid = IdKind::Call.parse(call_sid)?;
         let call = self
             .calls_remove(
+                Some(actor),
                 &actor.organization_id,
                 Some(&call_sid),
                 None,
@@ -94,6 +98,7 @@ impl Service {
         let now = self.now();
         let mut call = self
             .calls_remove(
+                Some(actor),
                 &actor.organization_id,
                 Some(&call.call_sid),
                 None,
@@ -125,6 +130,7 @@ impl Service {
     ) -> Result<OrganizationSettings> {
         actor.require(Permission::SettingsWrite)?;
         let mut settings = self.organization_settings_view(actor).await?;
+        let before = settings;
         for (field, change, slot) in [
             (
                 "recording_retention_days",
@@ -154,7 +160,18 @@ impl Service {
             }
         }
         self.repo
-            .organization_settings_set(&actor.organization_id, &settings)
+            .organization_settings_set(
+                &actor.organization_id,
+                &settings,
+                &self.audit_diff(
+                    actor,
+                    "settings.update",
+                    "settings",
+                    &actor.organization_id,
+                    Some(&before),
+                    Some(&settings),
+                )?,
+            )
             .await?;
         Ok(settings)
     }
@@ -175,7 +192,7 @@ impl Service {
                 let cutoff = now.add_seconds(-days.saturating_mul(SECONDS_PER_DAY));
                 loop {
                     let n = self
-                        .calls_remove(&organization_id, None, Some(cutoff), part, now)
+                        .calls_remove(None, &organization_id, None, Some(cutoff), part, now)
                         .await?
                         .len() as u64;
                     removed += n;

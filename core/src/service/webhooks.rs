@@ -1,13 +1,13 @@
 //! Webhook endpoints: where the organization's events are delivered, their signing secrets
 //! (sealed at rest, shown only on create and rotate), test deliveries and the deliveries list.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, Webhook, WebhookStatus,
+    CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, REDACTED, Webhook, WebhookStatus,
     WebhookUpdate, delivery_job,
 };
 use crate::page::{Page, PageParams, PageQuery};
@@ -138,7 +138,19 @@ impl Service {
             updated_at: now,
         };
         let (secret, sealed) = self.webhook_secret(&webhook.webhook_id)?;
-        self.repo.webhook_insert(&webhook, &sealed).await?;
+        let mut audit = self.audit_diff(
+            actor,
+            "webhook.create",
+            "webhook",
+            &webhook.webhook_id,
+            None,
+            Some(&webhook),
+        )?;
+        // That a signing secret was made, never the secret.
+        audit
+            .changes
+            .insert("secret".to_owned(), serde_json::json!([null, REDACTED]));
+        self.repo.webhook_insert(&webhook, &sealed, &audit).await?;
         Ok(CreatedWebhook { webhook, secret })
     }
 
@@ -174,6 +186,7 @@ impl Service {
     ) -> Result<Webhook> {
         actor.require(Permission::WebhooksWrite)?;
         let mut webhook = self.webhook_view(actor, webhook_id).await?;
+        let before = webhook.clone();
         if let Some(v) = &input.url {
             webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
         }
@@ -187,7 +200,15 @@ impl Service {
             webhook.status = v;
         }
         webhook.updated_at = self.now().max(webhook.updated_at);
-        if !self.repo.webhook_update(&webhook).await? {
+        let audit = self.audit_diff(
+            actor,
+            "webhook.update",
+            "webhook",
+            &webhook.webhook_id,
+            Some(&before),
+            Some(&webhook),
+        )?;
+        if !self.repo.webhook_update(&webhook, &audit).await? {
             return Err(not_found(&webhook.webhook_id));
         }
         Ok(webhook)
@@ -201,9 +222,11 @@ impl Service {
     ) -> Result<Outcome<Webhook>> {
         actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
+        let before = self.webhook_view(actor, &id).await?;
+        let audit = self.audit_diff(actor, "webhook.delete", "webhook", &id, Some(&before), None)?;
         let webhook = self
             .repo
-            .webhook_delete(&actor.organization_id, &id)
+            .webhook_delete(&actor.organization_id, &id, &audit)
             .await?
             .ok_or_else(|| not_found(&id))?;
         Ok(Outcome::new(webhook, "webhook deleted"))
@@ -228,6 +251,16 @@ impl Service {
                 &sealed,
                 now.add_seconds(PREVIOUS_SECRET_SECONDS),
                 now,
+                &self.audit_entry(
+                    actor,
+                    "webhook.rotate_secret",
+                    "webhook",
+                    &id,
+                    serde_json::Map::from_iter([(
+                        "secret".to_owned(),
+                        serde_json::json!([REDACTED, REDACTED]),
+                    )]),
+                ),
             )
             .await?
             .ok_or_else(|| not_found(&id))?;
@@ -242,6 +275,7 @@ impl Service {
         let event = self.event(
             EventType::WebhookTest,
             &serde_json::json!({ "webhook_id": id }),
+            By::Creating(actor),
         )?;
         let delivery = Delivery {
             delivery_id: self.id(IdKind::Delivery),
@@ -290,7 +324,23 @@ impl Service {
         let job = delivery_job(&delivery_id, now);
         let retried = self
             .repo
-            .delivery_retry(&actor.organization_id, &webhook_id, &delivery_id, now, &job)
+            .delivery_retry(
+                &actor.organization_id,
+                &webhook_id,
+                &delivery_id,
+                now,
+                &job,
+                &self.audit_entry(
+                    actor,
+                    "webhook_delivery.retry",
+                    "webhook_delivery",
+                    &delivery_id,
+                    serde_json::Map::from_iter([(
+                        "status".to_owned(),
+                        serde_json::json!([null, "pending"]),
+                    )]),
+                ),
+            )
             .await;
         self.after_write(retried)?.ok_or_else(|| {
             Error::not_found(format!(

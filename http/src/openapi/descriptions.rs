@@ -364,6 +364,16 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
          (agent_manager or admin).",
     ),
     (
+        "audit_list",
+        "The organization's audit log, newest first: one entry per state change made through \
+         the API (`action` `<resource>.<verb>`), with the actor (API key or user), the fields \
+         changed as `[old, new]` (secrets shown as `\"[redacted]\"`), the request id and the \
+         client address. Filters combine with AND: `action`, `resource_id`, `actor_key_id`, \
+         `actor_user_id`, `created_after`, `created_before`; a malformed filter is a 400, and a \
+         cursor only continues the filters it was issued for. Entries cannot be changed or \
+         deleted; they are kept `audit.retention_days` (365). Needs `audit:read` (admin).",
+    ),
+    (
         "webhook_create",
         "Creates an endpoint that receives the listed event types (or `[\"*\"]`, all) as signed \
          POSTs. The answer holds its signing secret (`whsec_…`), shown only here and on \
