@@ -19,10 +19,10 @@ use crate::error::Result;
 use crate::jobs::NewJob;
 use crate::model::{
     Agent, ApiKey, AuditEntry, AuditFilter, Call, CallMessage, CallQuery, CallStats, ChunkVector,
-    Delivery, DeliveryAttempt,
-    DeliveryTarget, Document, DocumentSource, Event, EventStamp, EventType, Integration,
-    IntegrationFilter, Invitation, Member, Membership, NewChunk, NewMessage, Organization,
-    OrganizationSettings, PhoneNumber, Recording, SearchHit, StatsGroupBy, Tool, User, Webhook,
+    Delivery, DeliveryAttempt, DeliveryTarget, Document, DocumentSource, Event, EventStamp,
+    EventType, Integration, IntegrationFilter, Invitation, Member, Membership, NewChunk,
+    NewMessage, Organization, OrganizationSettings, PhoneNumber, Recording, SearchHit,
+    StatsGroupBy, Tool, User, Webhook,
 };
 use crate::page::PageQuery;
 use crate::role::Role;

@@ -297,7 +297,10 @@ mod tests {
             expected.push(format!("{resource}:write"));
         }
         expected.push("integrations:delete".to_owned());
-        let mut names: Vec<String> = Permission::ALL.iter().map(|p| p.name().to_owned()).collect();
+        let mut names: Vec<String> = Permission::ALL
+            .iter()
+            .map(|p| p.name().to_owned())
+            .collect();
         names.sort();
         expected.sort();
         assert_eq!(names, expected);

@@ -242,7 +242,10 @@ impl Config {
             ));
         }
         if self.audit.retention_days == 0 {
-            return Err(ConfigError::new("audit.retention_days", "must be at least 1"));
+            return Err(ConfigError::new(
+                "audit.retention_days",
+                "must be at least 1",
+            ));
         }
         self.validate_knowledge()
     }

@@ -30,10 +30,10 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuditSettings, AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, JobsSettings,
-    KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, RetentionSettings,
-    SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
-    WebhooksSettings,
+    AuditSettings, AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings,
+    JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
+    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
+    TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;

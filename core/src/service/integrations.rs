@@ -59,7 +59,11 @@ impl Service {
             updated_at: now,
         };
         let sealed = self.seal(&credentials, &integration.integration_id)?;
-        let event = self.event(EventType::IntegrationCreated, &integration, By::Creating(actor))?;
+        let event = self.event(
+            EventType::IntegrationCreated,
+            &integration,
+            By::Creating(actor),
+        )?;
         self.after_write(
             self.repo
                 .integration_insert(&integration, &sealed, &event)

@@ -36,7 +36,11 @@ impl Service {
             created_at: now,
             expires_at: now.add_seconds(INVITATION_TTL_SECS),
         };
-        let event = self.event(EventType::InvitationCreated, &invitation, By::Creating(actor))?;
+        let event = self.event(
+            EventType::InvitationCreated,
+            &invitation,
+            By::Creating(actor),
+        )?;
         self.after_write(self.repo.invitation_insert(&invitation, now, &event).await)?;
         Ok(invitation)
     }

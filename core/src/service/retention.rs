@@ -47,9 +47,7 @@ impl Service {
         part: CallPart,
         now: Timestamp,
     ) -> Result<Vec<Call>> {
-        let stamp = |t: EventType| {
-            self.event_stamp(t, by.map_or(By::System, By::Deleting))
-        };
+        let stamp = |t: EventType| self.event_stamp(t, by.map_or(By::System, By::Deleting));
         let blob_job = |call_sid: &str, key: &str| NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: BLOB_DELETE.to_owned(),

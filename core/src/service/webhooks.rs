@@ -223,7 +223,8 @@ impl Service {
         actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let before = self.webhook_view(actor, &id).await?;
-        let audit = self.audit_diff(actor, "webhook.delete", "webhook", &id, Some(&before), None)?;
+        let audit =
+            self.audit_diff(actor, "webhook.delete", "webhook", &id, Some(&before), None)?;
         let webhook = self
             .repo
             .webhook_delete(&actor.organization_id, &id, &audit)

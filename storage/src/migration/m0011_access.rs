@@ -44,7 +44,8 @@ impl MigrationTrait for M0011Access {
                 .take(),
         )
         .await?;
-        m.create_index(keyset_index("audit_log", "audit_id")).await?;
+        m.create_index(keyset_index("audit_log", "audit_id"))
+            .await?;
         // Each equality filter of the list: a range scan in list order.
         for column in ["action", "resource_id", "actor_key_id", "actor_user_id"] {
             m.create_index(

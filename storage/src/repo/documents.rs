@@ -8,7 +8,8 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditEntry, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk, ProcessingStatus, SearchHit,
+    AuditEntry, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
+    ProcessingStatus, SearchHit,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::DocumentRepository;

@@ -10,8 +10,8 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditEntry, Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event, EventType, Webhook,
-    WebhookStatus,
+    AuditEntry, Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event, EventType,
+    Webhook, WebhookStatus,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::WebhookRepository;
@@ -140,7 +140,12 @@ pub(crate) async fn fan_out<C: ConnectionTrait>(
 
 #[async_trait]
 impl WebhookRepository for SeaRepository {
-    async fn webhook_insert(&self, w: &Webhook, secret_sealed: &str, audit: &AuditEntry) -> Result<()> {
+    async fn webhook_insert(
+        &self,
+        w: &Webhook,
+        secret_sealed: &str,
+        audit: &AuditEntry,
+    ) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
         webhook::Entity::insert(webhook::ActiveModel {
             webhook_id: Set(w.webhook_id.clone()),
