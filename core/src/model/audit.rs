@@ -124,7 +124,7 @@ pub struct AuditEntry {
     /// delete). A secret's value is never recorded: it shows as `"[redacted]"`.
     #[cfg_attr(
         feature = "openapi",
-        schemars(with = "std::collections::BTreeMap<String, [serde_json::Value; 2]>")
+        schemars(with = "std::collections::BTreeMap<String, Vec<serde_json::Value>>")
     )]
     pub changes: Map<String, Value>,
     /// The `X-Request-Id` of the request that made the change.
