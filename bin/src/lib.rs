@@ -188,6 +188,11 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
                 .unwrap_or(u64::MAX)
                 .saturating_mul(86_400),
         ))
+        .with_audit_retention(std::time::Duration::from_secs(
+            u64::try_from(config.audit.retention_days)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(86_400),
+        ))
         .with_retention_sweep_interval(std::time::Duration::from_secs(
             u64::try_from(config.retention.sweep_interval_secs).unwrap_or(u64::MAX),
         ));

@@ -116,6 +116,15 @@ pub enum Principal {
     User,
 }
 
+/// Where a request came from, as the HTTP adapter saw it: recorded with every audit entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestContext {
+    /// The request's `X-Request-Id` (the caller's, or the one the adapter generated).
+    pub request_id: Option<String>,
+    /// The client's address: the connection's peer, or the address a trusted proxy reports.
+    pub ip: Option<String>,
+}
+
 /// An authenticated caller acting in one organization.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
@@ -127,19 +136,98 @@ pub struct Actor {
     pub role: Role,
     /// How it authenticated.
     pub principal: Principal,
+    /// The permissions an API key is narrowed to; `None`: all of its role's.
+    pub scopes: Option<Vec<Permission>>,
+    /// Where the request came from, for the audit log.
+    pub request: RequestContext,
+}
+
+/// What an operation needs: a permission, and for a few finer rules a least role beyond the
+/// permission's own, or the sentence that refuses a role lacking it. Built from a
+/// [`Permission`] (`Permission::AgentsRead.into()`) or with [`Need::at_least`] /
+/// [`Need::refusing_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    permission: Permission,
+    /// A least role above the permission's own, and what it guards (in the 403's sentence).
+    role: Option<(Role, &'static str)>,
+    /// The sentence refusing a role that lacks the permission, when it is pinned.
+    refusal: Option<&'static str>,
+}
+
+impl Need {
+    /// `permission`, and also at least `role` for `what` (e.g. importing back-dated calls).
+    pub const fn at_least(permission: Permission, role: Role, what: &'static str) -> Self {
+        Self {
+            permission,
+            role: Some((role, what)),
+            refusal: None,
+        }
+    }
+
+    /// `permission`, refusing a role that lacks it with `sentence`.
+    pub const fn refusing_with(permission: Permission, sentence: &'static str) -> Self {
+        Self {
+            permission,
+            role: None,
+            refusal: Some(sentence),
+        }
+    }
+}
+
+impl From<Permission> for Need {
+    fn from(permission: Permission) -> Self {
+        Self {
+            permission,
+            role: None,
+            refusal: None,
+        }
+    }
 }
 
 impl Actor {
-    /// Fails with 403 unless the actor's role holds `permission`.
-    pub fn require(&self, permission: Permission) -> Result<()> {
-        if self.role.allows(permission) {
-            Ok(())
-        } else {
-            Err(Error::forbidden(format!(
-                "your role `{}` lacks the permission `{}`",
-                self.role, permission
-            )))
+    /// Whether the caller holds `permission`: its role holds it and, for a scoped key, its
+    /// scopes name it.
+    pub fn holds(&self, permission: Permission) -> bool {
+        self.role.allows(permission)
+            && self
+                .scopes
+                .as_ref()
+                .is_none_or(|scopes| permission.granted_by(scopes))
+    }
+
+    /// The one permission check: fails with 403 unless the actor's role holds the needed
+    /// permission (and the least role a finer rule asks), and a scoped key's scopes name it.
+    pub fn require(&self, need: impl Into<Need>) -> Result<()> {
+        let need = need.into();
+        let permission = need.permission;
+        if !self.role.allows(permission) {
+            return Err(Error::forbidden(match need.refusal {
+                Some(sentence) => sentence.to_owned(),
+                None => format!(
+                    "your role `{}` lacks the permission `{}`",
+                    self.role, permission
+                ),
+            }));
         }
+        if let Some((role, what)) = need.role
+            && self.role < role
+        {
+            return Err(Error::forbidden(format!(
+                "{what} needs the role `{role}`; your role is `{}`",
+                self.role
+            )));
+        }
+        if self
+            .scopes
+            .as_ref()
+            .is_some_and(|scopes| !permission.granted_by(scopes))
+        {
+            return Err(Error::forbidden(format!(
+                "this API key's scopes do not include the permission `{permission}`"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -41,11 +41,13 @@ pub enum IdKind {
     Webhook,
     /// `dlv_` webhook deliveries.
     Delivery,
+    /// `aud_` audit-log entries.
+    Audit,
 }
 
 impl IdKind {
     /// Every kind of id.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Organization,
         Self::User,
         Self::Membership,
@@ -60,6 +62,7 @@ impl IdKind {
         Self::Event,
         Self::Webhook,
         Self::Delivery,
+        Self::Audit,
     ];
 
     /// The prefix including its underscore.
@@ -79,6 +82,7 @@ impl IdKind {
             Self::Event => "evt_",
             Self::Webhook => "whk_",
             Self::Delivery => "dlv_",
+            Self::Audit => "aud_",
         }
     }
 
@@ -115,6 +119,7 @@ impl IdKind {
             Self::Event => "event_id",
             Self::Webhook => "webhook_id",
             Self::Delivery => "delivery_id",
+            Self::Audit => "audit_id",
         }
     }
 

@@ -4,7 +4,10 @@
 //!
 //! Every write of a state change takes the [`Event`] that records it (or, when the data is
 //! only known inside the write, its [`EventStamp`]) and stores it in the same transaction as
-//! the change: no change without its event, no event without its change.
+//! the change: no change without its event, no event without its change. A change a caller
+//! makes also records its audit entry in that transaction: carried by the event
+//! ([`Event::audit`]), or passed as an [`AuditEntry`] to the few writes that record no event;
+//! a write that changes nothing (a row not found) records no entry.
 //!
 //! Repositories map their failures onto [`Error`](crate::Error): `Unavailable` when the
 //! database cannot be reached, `Conflict` for unique violations named in the method docs, and
@@ -15,10 +18,11 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::jobs::NewJob;
 use crate::model::{
-    Agent, ApiKey, Call, CallMessage, CallQuery, CallStats, ChunkVector, Delivery, DeliveryAttempt,
-    DeliveryTarget, Document, DocumentSource, Event, EventStamp, EventType, Integration,
-    IntegrationFilter, Invitation, Member, Membership, NewChunk, NewMessage, Organization,
-    OrganizationSettings, PhoneNumber, Recording, SearchHit, StatsGroupBy, Tool, User, Webhook,
+    Agent, ApiKey, AuditEntry, AuditFilter, Call, CallMessage, CallQuery, CallStats, ChunkVector,
+    Delivery, DeliveryAttempt, DeliveryTarget, Document, DocumentSource, Event, EventStamp,
+    EventType, Integration, IntegrationFilter, Invitation, Member, Membership, NewChunk,
+    NewMessage, Organization, OrganizationSettings, PhoneNumber, Recording, SearchHit,
+    StatsGroupBy, Tool, User, Webhook,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
@@ -266,6 +270,7 @@ pub trait RetentionRepository: Send + Sync {
         &self,
         organization_id: &str,
         settings: &OrganizationSettings,
+        audit: &AuditEntry,
     ) -> Result<()>;
     /// Every organization that has a retention policy, with it.
     async fn retention_policies(&self) -> Result<Vec<(String, OrganizationSettings)>>;
@@ -323,7 +328,7 @@ pub trait DocumentRepository: Send + Sync {
     async fn document_list(&self, organization_id: &str, page: &PageQuery)
     -> Result<Vec<Document>>;
     /// Overwrites an existing document's name and `updated_at`.
-    async fn document_update(&self, document: &Document) -> Result<()>;
+    async fn document_update(&self, document: &Document, audit: &AuditEntry) -> Result<()>;
     /// Deletes the document, its chunks and its processing job, and removes it from every
     /// agent's `kb_document_ids`, atomically, with `event` carrying the document as it was.
     async fn document_delete(
@@ -341,6 +346,7 @@ pub trait DocumentRepository: Send + Sync {
         documentation_id: &str,
         job: &NewJob,
         now: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Document>>;
     /// Marks the document `processing` and returns what processing reads, if `job_id` still
     /// owns its processing; `None` when the document is gone or another job took over.
@@ -488,6 +494,7 @@ pub trait IntegrationRepository: Send + Sync {
         integration: &Integration,
         sealed: Option<&str>,
         event: Option<&Event>,
+        audit: Option<&AuditEntry>,
     ) -> Result<()>;
     /// Deletes the integration and its credentials unless a phone number references it; the
     /// check and the delete cannot be raced by a concurrent assignment. Records `event` with
@@ -498,6 +505,22 @@ pub trait IntegrationRepository: Send + Sync {
         integration_id: &str,
         event: &EventStamp,
     ) -> Result<IntegrationDeletion>;
+}
+
+/// The audit log: written by the other areas' writes inside their transactions, listed and
+/// swept here. Nothing changes or deletes an entry except the retention sweep.
+#[async_trait]
+pub trait AuditRepository: Send + Sync {
+    /// The organization's entries that match `filter` (already checked), newest first.
+    async fn audit_list(
+        &self,
+        organization_id: &str,
+        filter: &AuditFilter,
+        page: &PageQuery,
+    ) -> Result<Vec<AuditEntry>>;
+    /// Deletes up to `limit` entries, of every organization, created before `cutoff`, oldest
+    /// first; answers how many.
+    async fn audit_delete_older_than(&self, cutoff: Timestamp, limit: u64) -> Result<u64>;
 }
 
 /// Events. They are written by the other areas' writes, inside their transactions.
@@ -525,7 +548,12 @@ pub trait EventRepository: Send + Sync {
 #[async_trait]
 pub trait WebhookRepository: Send + Sync {
     /// Stores a new endpoint with its sealed secret.
-    async fn webhook_insert(&self, webhook: &Webhook, secret_sealed: &str) -> Result<()>;
+    async fn webhook_insert(
+        &self,
+        webhook: &Webhook,
+        secret_sealed: &str,
+        audit: &AuditEntry,
+    ) -> Result<()>;
     /// The endpoint, if it belongs to the organization.
     async fn webhook_get(&self, organization_id: &str, webhook_id: &str)
     -> Result<Option<Webhook>>;
@@ -533,12 +561,13 @@ pub trait WebhookRepository: Send + Sync {
     async fn webhook_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Webhook>>;
     /// Overwrites url, events, description, status and `updated_at`; false when the endpoint
     /// is gone.
-    async fn webhook_update(&self, webhook: &Webhook) -> Result<bool>;
+    async fn webhook_update(&self, webhook: &Webhook, audit: &AuditEntry) -> Result<bool>;
     /// Deletes the endpoint with its deliveries; returns it as it was.
     async fn webhook_delete(
         &self,
         organization_id: &str,
         webhook_id: &str,
+        audit: &AuditEntry,
     ) -> Result<Option<Webhook>>;
     /// Atomically makes `secret_sealed` the secret and keeps the one it replaces as the
     /// previous secret until `previous_expires_at`; sets `updated_at = now`. Returns the
@@ -550,6 +579,7 @@ pub trait WebhookRepository: Send + Sync {
         secret_sealed: &str,
         previous_expires_at: Timestamp,
         now: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Webhook>>;
     /// In one transaction: records `event` (which goes to no other endpoint), writes
     /// `delivery` of it to the endpoint and the job that attempts it. False (and nothing
@@ -588,6 +618,7 @@ pub trait WebhookRepository: Send + Sync {
         delivery_id: &str,
         now: Timestamp,
         job: &crate::jobs::NewJob,
+        audit: &AuditEntry,
     ) -> Result<Option<Delivery>>;
 }
 
@@ -624,6 +655,7 @@ pub trait TranscriptRepository: Send + Sync {
         call_sid: &str,
         messages: &[NewMessage],
         created_at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Vec<CallMessage>>>;
     /// Up to `limit` messages of the call with `seq > after_seq`, in `seq` order.
     async fn call_message_list(
@@ -650,6 +682,7 @@ pub trait Repository:
     + IntegrationRepository
     + crate::jobs::JobRepository
     + EventRepository
+    + AuditRepository
     + WebhookRepository
     + RetentionRepository
     + crate::idempotency::IdempotencyRepository
@@ -673,6 +706,7 @@ impl<T> Repository for T where
         + IntegrationRepository
         + crate::jobs::JobRepository
         + EventRepository
+        + AuditRepository
         + WebhookRepository
         + RetentionRepository
         + crate::idempotency::IdempotencyRepository

@@ -146,7 +146,9 @@ impl Extract for Actor {
             return Ok(actor.clone());
         }
         let creds = extract::credentials(&cx.parts.headers)?;
-        Ok(cx.service().authenticate(&creds).await?)
+        let mut actor = cx.service().authenticate(&creds).await?;
+        actor.request = crate::protect::request_context(&cx.api, &cx.parts);
+        Ok(actor)
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
@@ -154,12 +156,19 @@ impl Extract for Actor {
     }
 }
 
-/// The bearer token of a caller who acts outside any organization (accepting an invitation).
-pub(crate) struct Invitee(pub(crate) Option<String>);
+/// The bearer token of a caller who acts outside any organization (accepting an invitation),
+/// and where the request came from.
+pub(crate) struct Invitee(
+    pub(crate) Option<String>,
+    pub(crate) voiceplane_core::auth::RequestContext,
+);
 
 impl Extract for Invitee {
     async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
-        Ok(Self(extract::credentials(&cx.parts.headers)?.bearer))
+        Ok(Self(
+            extract::credentials(&cx.parts.headers)?.bearer,
+            crate::protect::request_context(&cx.api, &cx.parts),
+        ))
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {

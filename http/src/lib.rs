@@ -123,6 +123,11 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// when it sent one acceptable value (see [`MAX_REQUEST_ID_LEN`]), else a generated one.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+/// The request's id as [`Api::handle`] chose it, in the request's extensions, so that the
+/// audit log can record it.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestId(pub(crate) HeaderValue);
+
 /// Longest `X-Request-Id` echoed, in bytes. A caller's id is used only when it is one header
 /// of 1 to this many visible ASCII characters (`!` to `~`); anything else is replaced by a
 /// generated id of 16 lowercase hex digits.
@@ -211,7 +216,7 @@ impl Api {
     /// once the route is resolved), `status` and `latency_ms`; at the end one `request
     /// completed` event is emitted at INFO, or at WARN for a 5xx, and the request is counted
     /// in the [`metrics`] of the adapter.
-    pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
+    pub async fn handle<B>(&self, mut req: Request<B>) -> Response<ResponseBody>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -219,6 +224,7 @@ impl Api {
     {
         let start = Instant::now();
         let request_id = request_id_of(req.headers());
+        req.extensions_mut().insert(RequestId(request_id.clone()));
         let span = tracing::info_span!(
             "request",
             method = %req.method(),

@@ -335,6 +335,9 @@ routes! {
     /// Get an event
     GET "/api/events/{event_id}" => EventView { event_id } = events::event_view;
 
+    /// List audit-log entries, newest first
+    GET "/api/audit-log" => AuditList = audit::audit_list;
+
     /// Create a webhook endpoint; the answer holds its signing secret, shown only here
     POST "/api/webhooks" => WebhookCreate = webhooks::webhook_create;
     /// List webhook endpoints

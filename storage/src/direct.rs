@@ -189,6 +189,7 @@ pub(crate) fn api_key_row(r: &Row<'_>) -> rusqlite::Result<api_key::Model> {
         last_used_at: r.get("last_used_at")?,
         expires_at: r.get("expires_at")?,
         revoked_at: r.get("revoked_at")?,
+        scopes: r.get("scopes")?,
     })
 }
 

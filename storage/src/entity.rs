@@ -95,6 +95,7 @@ pub mod api_key {
         pub last_used_at: Option<i64>,
         pub expires_at: Option<i64>,
         pub revoked_at: Option<i64>,
+        pub scopes: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -344,6 +345,33 @@ pub mod invitation {
         pub status: String,
         pub created_at: i64,
         pub expires_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod audit {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "audit_log")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub audit_id: String,
+        pub organization_id: String,
+        pub created_at: i64,
+        pub action: String,
+        pub resource_type: String,
+        pub resource_id: String,
+        pub actor_type: String,
+        pub actor_key_id: Option<String>,
+        pub actor_user_id: Option<String>,
+        pub changes: String,
+        pub request_id: Option<String>,
+        pub ip: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

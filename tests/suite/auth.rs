@@ -100,6 +100,7 @@ async fn credentials_are_checked(ctx: &TestContext) {
                 name: "short".into(),
                 role: Role::User,
                 expires_at: Some(expires_at),
+                scopes: None,
             },
         )
         .await
@@ -127,6 +128,7 @@ async fn credentials_are_checked(ctx: &TestContext) {
         name: "p".into(),
         role: Role::User,
         expires_at: Some(Timestamp::from_micros(0)),
+        scopes: None,
     };
     assert!(matches!(
         ctx.service.api_key_create(&admin, past).await,

@@ -22,6 +22,7 @@ async fn fifty_parallel_revokes_revoke_once(ctx: &TestContext) {
                 name: "victim".into(),
                 role: Role::User,
                 expires_at: None,
+                scopes: None,
             },
         )
         .await

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Resources.
+mod access;
 mod agents;
 mod api_keys;
 mod calls;

@@ -12,6 +12,7 @@ pub const API_KEY_FIELDS: &[&str] = &[
     "created_at",
     "last_used_at",
     "expires_at",
+    "scopes",
 ];
 pub const CALL_FIELDS: &[&str] = &[
     "call_sid",

@@ -95,6 +95,7 @@ impl TestContext {
                     name: "k".into(),
                     role,
                     expires_at: None,
+                    scopes: None,
                 },
             )
             .await

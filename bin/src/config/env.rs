@@ -288,6 +288,7 @@ mod tests {
                     | "http.max_body_bytes"
                     | "http.max_upload_bytes"
                     | "events.retention_days"
+                    | "audit.retention_days"
                     | "jobs.lease_secs"
                     | "retention.sweep_interval_secs"
                     | "embeddings.batch_size"

@@ -241,6 +241,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if self.audit.retention_days == 0 {
+            return Err(ConfigError::new(
+                "audit.retention_days",
+                "must be at least 1",
+            ));
+        }
         self.validate_knowledge()
     }
 

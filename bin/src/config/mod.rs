@@ -30,10 +30,10 @@ pub(crate) use error::one_line;
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings, JobsSettings,
-    KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, RetentionSettings,
-    SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig, TelephonyProviderConfig,
-    WebhooksSettings,
+    AuditSettings, AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings,
+    JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
+    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
+    TelephonyProviderConfig, WebhooksSettings,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -84,6 +84,7 @@ pub const KEYS: &[&str] = &[
     "log.format",
     "http.trusted_proxies",
     "events.retention_days",
+    "audit.retention_days",
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
     "jobs.lease_secs",

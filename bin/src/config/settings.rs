@@ -38,6 +38,8 @@ pub struct Config {
     pub http: HttpSettings,
     /// `events.*`: how long events are kept.
     pub events: EventsSettings,
+    /// `audit.*`: how long the audit log is kept.
+    pub audit: AuditSettings,
     /// `webhooks.*`: how events are delivered.
     pub webhooks: WebhooksSettings,
     /// `jobs.*`: the durable job runner.
@@ -69,6 +71,7 @@ impl Default for Config {
             telephony: TelephonyConfig::default(),
             http: HttpSettings::default(),
             events: EventsSettings::default(),
+            audit: AuditSettings::default(),
             webhooks: WebhooksSettings::default(),
             jobs: JobsSettings::default(),
             retention: RetentionSettings::default(),
@@ -367,6 +370,24 @@ pub struct EventsSettings {
 impl Default for EventsSettings {
     fn default() -> Self {
         Self { retention_days: 30 }
+    }
+}
+
+/// `audit.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// `audit.retention_days`: audit-log entries older than this many days are deleted by an
+    /// hourly sweep.
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub retention_days: usize,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            retention_days: 365,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::role::Role;
+use crate::role::{Permission, Role};
 use crate::time::Timestamp;
 
 /// Status of an API key.
@@ -43,6 +43,9 @@ pub struct ApiKey {
     pub last_used_at: Option<Timestamp>,
     /// When it stops working, if ever.
     pub expires_at: Option<Timestamp>,
+    /// The permissions the key is narrowed to, a subset of its role's; `null`: all of its
+    /// role's.
+    pub scopes: Option<Vec<Permission>>,
 }
 
 impl ApiKey {
@@ -67,6 +70,10 @@ pub struct NewApiKey {
     /// Optional expiry, in the future.
     #[serde(default)]
     pub expires_at: Option<Timestamp>,
+    /// Optional: narrows the key to these permissions, each held by its role and by the
+    /// caller (else 400). Left out or `null`: every permission of its role.
+    #[serde(default)]
+    pub scopes: Option<Vec<Permission>>,
 }
 
 /// A new key and its secret, shown once.

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::{AuditEntry, AuditStamp};
 use crate::error::{Error, Result};
 use crate::time::Timestamp;
 
@@ -141,11 +142,14 @@ pub struct Event {
     pub created_at: Timestamp,
     /// The resource as the API returns it after the change (for deletes: as it was).
     pub data: serde_json::Value,
+    /// The audit-log entry of the change, when a caller made it: recorded with the event.
+    #[serde(skip)]
+    pub audit: Option<AuditEntry>,
 }
 
 /// The id, type and time of an event whose data the repository reads inside the write's own
 /// transaction: the resource as it was deleted, or as the write left it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EventStamp {
     /// `evt_` + 16 hex digits.
     pub event_id: String,
@@ -153,6 +157,8 @@ pub struct EventStamp {
     pub event_type: EventType,
     /// The time of the change.
     pub created_at: Timestamp,
+    /// Who makes the change, when a caller does: the event then also records an audit entry.
+    pub audit: Option<AuditStamp>,
 }
 
 impl EventStamp {
@@ -160,11 +166,16 @@ impl EventStamp {
     pub fn with<T: Serialize>(&self, data: &T) -> Result<Event> {
         let data = serde_json::to_value(data)
             .map_err(|e| Error::Internal(format!("encoding the data of an event: {e}")))?;
+        let audit = self
+            .audit
+            .as_ref()
+            .and_then(|a| a.for_event(self.event_type, &data));
         Ok(Event {
             event_id: self.event_id.clone(),
             event_type: self.event_type,
             created_at: self.created_at,
             data,
+            audit,
         })
     }
 }

@@ -5,6 +5,7 @@
 
 mod agents;
 mod api_keys;
+mod audit;
 mod call_data;
 mod calls;
 mod documents;
@@ -19,6 +20,7 @@ mod webhooks;
 
 pub use agents::*;
 pub use api_keys::*;
+pub use audit::*;
 pub use call_data::*;
 pub use calls::*;
 pub use documents::*;

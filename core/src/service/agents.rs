@@ -1,6 +1,6 @@
 //! Agents.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -112,7 +112,7 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(EventType::AgentCreated, &agent)?;
+        let event = self.event(EventType::AgentCreated, &agent, By::Creating(actor))?;
         self.after_write(self.repo.agent_insert(&agent, &event).await)?;
         Ok(agent)
     }
@@ -147,6 +147,7 @@ impl Service {
     ) -> Result<Agent> {
         actor.require(Permission::AgentsWrite)?;
         let mut agent = self.agent_view(actor, agent_id).await?;
+        let by = By::updating(actor, &agent)?;
         let f = AgentFields::check(
             input.agent_name.as_deref().unwrap_or(&agent.agent_name),
             input.language.as_deref().unwrap_or(&agent.language),
@@ -198,7 +199,7 @@ impl Service {
         agent.updated_at = self.now().max(agent.updated_at);
         self.after_write(
             self.repo
-                .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated))
+                .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated, by))
                 .await,
         )?;
         // Read back: the assigned numbers are kept in creation order by the repository.
@@ -216,7 +217,7 @@ impl Service {
                         &actor.organization_id,
                         &id,
                         self.now(),
-                        &self.event_stamp(EventType::AgentDeleted),
+                        &self.event_stamp(EventType::AgentDeleted, By::Deleting(actor)),
                     )
                     .await,
             )?

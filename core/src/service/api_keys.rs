@@ -1,18 +1,57 @@
 //! API keys: create, list, view, revoke.
 
-use super::{Service, cursor_of};
-use crate::auth::{Actor, ApiKeySecret};
+use super::{By, Service, cursor_of};
+use crate::auth::{Actor, ApiKeySecret, Need};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{ApiKey, ApiKeyStatus, CreatedApiKey, EventType, NewApiKey, Outcome};
 use crate::page::{Page, PageParams, PageQuery};
-use crate::role::Permission;
+use crate::role::{Permission, Role};
 use crate::validate;
+
+/// The scopes of a new key of `role` created by `actor`: each held by the role and by the
+/// caller (a scoped caller included), so no key can do what its creator cannot; sorted, without
+/// repeats. A scoped caller must name them: a key of all of its role's permissions would exceed
+/// its creator's.
+fn checked_scopes(
+    actor: &Actor,
+    role: Role,
+    scopes: Option<Vec<Permission>>,
+) -> Result<Option<Vec<Permission>>> {
+    let Some(mut scopes) = scopes else {
+        if actor.scopes.is_some() {
+            return Err(Error::invalid(
+                "a scoped API key can only create keys with `scopes`, each among its own",
+            ));
+        }
+        return Ok(None);
+    };
+    if scopes.is_empty() {
+        return Err(Error::invalid(
+            "scopes must name at least one permission; leave it out for every permission of the role",
+        ));
+    }
+    for scope in &scopes {
+        if !role.allows(*scope) {
+            return Err(Error::invalid(format!(
+                "the scope `{scope}` is not allowed to the role `{role}`"
+            )));
+        }
+        if !actor.holds(*scope) {
+            return Err(Error::invalid(format!(
+                "you cannot grant the scope `{scope}`: your own credential does not hold it"
+            )));
+        }
+    }
+    scopes.sort();
+    scopes.dedup();
+    Ok(Some(scopes))
+}
 
 impl Service {
     /// Creates an API key acting with `input.role`, which may not exceed the caller's role.
     pub async fn api_key_create(&self, actor: &Actor, input: NewApiKey) -> Result<CreatedApiKey> {
-        actor.require(Permission::ApiKeysCreate)?;
+        actor.require(Permission::ApiKeysWrite)?;
         let name = validate::text("name", &input.name, 100)?;
         if input.role > actor.role {
             return Err(Error::forbidden(format!(
@@ -20,6 +59,7 @@ impl Service {
                 input.role, actor.role
             )));
         }
+        let scopes = checked_scopes(actor, input.role, input.scopes)?;
         let now = self.now();
         if input.expires_at.is_some_and(|t| t <= now) {
             return Err(Error::invalid("expires_at must be in the future"));
@@ -36,9 +76,10 @@ impl Service {
             created_at: now,
             last_used_at: None,
             expires_at: input.expires_at,
+            scopes,
         };
         // The key without its secret: an event never carries one.
-        let event = self.event(EventType::ApiKeyCreated, &key)?;
+        let event = self.event(EventType::ApiKeyCreated, &key, By::Creating(actor))?;
         self.after_write(self.repo.api_key_insert(&key, &secret.hash(), &event).await)?;
         Ok(CreatedApiKey {
             key,
@@ -82,9 +123,7 @@ impl Service {
     pub async fn api_key_revoke(&self, actor: &Actor, key_id: &str) -> Result<Outcome<ApiKey>> {
         const FORBIDDEN: &str = "only admins and agent managers can revoke API keys";
         const NOT_FOUND: &str = "key not found or not in this organization";
-        if !actor.role.allows(Permission::ApiKeysRevoke) {
-            return Err(Error::forbidden(FORBIDDEN));
-        }
+        actor.require(Need::refusing_with(Permission::ApiKeysWrite, FORBIDDEN))?;
         let key_id = IdKind::ApiKey.parse(key_id)?;
         let org = &actor.organization_id;
         let key = self
@@ -101,7 +140,7 @@ impl Service {
                     org,
                     &key_id,
                     self.now(),
-                    &self.event_stamp(EventType::ApiKeyRevoked),
+                    &self.event_stamp(EventType::ApiKeyRevoked, By::updating(actor, &key)?),
                 )
                 .await,
         )?;

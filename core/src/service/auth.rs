@@ -106,6 +106,8 @@ impl Service {
             user_id: key.user_id.clone(),
             role: key.role,
             principal: Principal::ApiKey(key.key_id.clone()),
+            scopes: key.scopes.clone(),
+            request: Default::default(),
         })
     }
 
@@ -153,6 +155,8 @@ impl Service {
             user_id: membership.user_id,
             role: membership.role,
             principal: Principal::User,
+            scopes: None,
+            request: Default::default(),
         })
     }
 }

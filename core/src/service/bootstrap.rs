@@ -84,6 +84,7 @@ impl Service {
             created_at: now,
             last_used_at: None,
             expires_at: None,
+            scopes: None,
         };
         let records = BootstrapRecords {
             organization,

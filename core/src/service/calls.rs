@@ -1,11 +1,11 @@
 //! Calls: record, view, update (the list and its filters are in `call_queries`).
 
-use super::Service;
-use crate::auth::Actor;
+use super::{By, Service};
+use crate::auth::{Actor, Need};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{Call, CallStatus, CallUpdate, EventType, NewCall};
-use crate::role::Permission;
+use crate::role::{Permission, Role};
 use crate::validate;
 
 impl Service {
@@ -16,7 +16,11 @@ impl Service {
         let created_at = match input.created_at {
             Some(at) => {
                 // Back-dating decides how long retention keeps the call: an import, not a write.
-                actor.require(Permission::CallsImport)?;
+                actor.require(Need::at_least(
+                    Permission::CallsWrite,
+                    Role::Admin,
+                    "importing a call with `created_at`",
+                ))?;
                 if at > now {
                     return Err(Error::invalid("created_at must not be in the future"));
                 }
@@ -52,7 +56,7 @@ impl Service {
             billing_status: None,
             recording: None,
         };
-        let event = self.event(EventType::CallCreated, &call)?;
+        let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
         self.after_write(self.repo.call_insert(&call, &event).await)?;
         Ok(call)
     }
@@ -76,6 +80,7 @@ impl Service {
     ) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
         let mut call = self.call_view(actor, call_sid).await?;
+        let by = By::updating(actor, &call)?;
         if let Some(status) = input.status {
             call.status = status;
         }
@@ -114,7 +119,7 @@ impl Service {
             call.turn_count = t;
         }
         call.updated_at = self.now().max(call.updated_at);
-        let event = self.event(EventType::CallUpdated, &call)?;
+        let event = self.event(EventType::CallUpdated, &call, by)?;
         self.after_write(self.repo.call_update(&call, &event).await)?;
         Ok(call)
     }

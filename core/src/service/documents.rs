@@ -1,6 +1,6 @@
 //! Knowledge-base documents.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -98,7 +98,7 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(EventType::DocumentCreated, &doc)?;
+        let event = self.event(EventType::DocumentCreated, &doc, By::Creating(actor))?;
         let job = self.processing_job(&doc.documentation_id);
         self.after_write(
             self.repo
@@ -198,7 +198,7 @@ impl Service {
             updated_at: now,
         };
         let job = self.processing_job(&doc.documentation_id);
-        let inserted = match self.event(EventType::DocumentCreated, &doc) {
+        let inserted = match self.event(EventType::DocumentCreated, &doc, By::Creating(actor)) {
             Ok(event) => {
                 self.after_write(self.repo.document_insert(&doc, None, &event, &job).await)
             }
@@ -248,11 +248,20 @@ impl Service {
     ) -> Result<Document> {
         actor.require(Permission::KbWrite)?;
         let mut doc = self.document_view(actor, documentation_id).await?;
+        let before = doc.clone();
         if let Some(name) = &input.name {
             doc.name = validate::text("name", name, 200)?;
         }
         doc.updated_at = self.now().max(doc.updated_at);
-        self.repo.document_update(&doc).await?;
+        let audit = self.audit_diff(
+            actor,
+            "document.update",
+            "document",
+            &doc.documentation_id,
+            Some(&before),
+            Some(&doc),
+        )?;
+        self.repo.document_update(&doc, &audit).await?;
         Ok(doc)
     }
 
@@ -271,7 +280,7 @@ impl Service {
                     .document_delete(
                         &actor.organization_id,
                         &id,
-                        &self.event_stamp(EventType::DocumentDeleted),
+                        &self.event_stamp(EventType::DocumentDeleted, By::Deleting(actor)),
                     )
                     .await,
             )?

@@ -1,13 +1,13 @@
 //! Telephony integrations: stored, encrypted provider credentials.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
     EventType, Integration, IntegrationFilter, IntegrationStatus, IntegrationUpdate,
-    NewIntegration, Outcome,
+    NewIntegration, Outcome, REDACTED,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::repo::IntegrationDeletion;
@@ -59,7 +59,11 @@ impl Service {
             updated_at: now,
         };
         let sealed = self.seal(&credentials, &integration.integration_id)?;
-        let event = self.event(EventType::IntegrationCreated, &integration)?;
+        let event = self.event(
+            EventType::IntegrationCreated,
+            &integration,
+            By::Creating(actor),
+        )?;
         self.after_write(
             self.repo
                 .integration_insert(&integration, &sealed, &event)
@@ -110,6 +114,7 @@ impl Service {
     ) -> Result<Integration> {
         actor.require(Permission::IntegrationsWrite)?;
         let mut integration = self.integration_view(actor, integration_id).await?;
+        let before = integration.clone();
         if let Some(name) = &input.name {
             integration.name = validate::text("name", name, 200)?;
         }
@@ -126,8 +131,23 @@ impl Service {
             None => None,
         };
         integration.updated_at = self.now().max(integration.updated_at);
+        let mut audit = self.audit_diff(
+            actor,
+            "integration.update",
+            "integration",
+            &integration.integration_id,
+            Some(&before),
+            Some(&integration),
+        )?;
+        if sealed.is_some() {
+            // That the credentials were replaced, never what they are.
+            audit.changes.insert(
+                "credentials".to_owned(),
+                serde_json::json!([REDACTED, REDACTED]),
+            );
+        }
         self.repo
-            .integration_update(&integration, sealed.as_deref(), None)
+            .integration_update(&integration, sealed.as_deref(), None, Some(&audit))
             .await?;
         Ok(integration)
     }
@@ -150,6 +170,7 @@ impl Service {
             .integration_get_sealed(&actor.organization_id, &id)
             .await?
             .ok_or_else(|| Error::not_found(format!("integration {id} not found")))?;
+        let by = By::updating(actor, &integration)?;
         let validator = self.telephony.as_ref().ok_or_else(|| {
             Error::Unavailable("telephony validation is not configured on this server".to_owned())
         })?;
@@ -177,10 +198,10 @@ impl Service {
             }
         };
         integration.updated_at = self.now().max(integration.updated_at);
-        let event = self.event(EventType::IntegrationValidated, &integration)?;
+        let event = self.event(EventType::IntegrationValidated, &integration, by)?;
         self.after_write(
             self.repo
-                .integration_update(&integration, None, Some(&event))
+                .integration_update(&integration, None, Some(&event), None)
                 .await,
         )?;
         Ok(Outcome {
@@ -203,7 +224,7 @@ impl Service {
                 .integration_delete(
                     &actor.organization_id,
                     &id,
-                    &self.event_stamp(EventType::IntegrationDeleted),
+                    &self.event_stamp(EventType::IntegrationDeleted, By::Deleting(actor)),
                 )
                 .await,
         )? {

@@ -69,10 +69,12 @@ impl Service {
                     interval: self.sweep_interval,
                 }),
             );
-        let runner = runner.with_handler(
-            crate::idempotency::IDEMPOTENCY_SWEEP,
-            self.idempotency_sweep_handler(),
-        );
+        let runner = runner
+            .with_handler(
+                crate::idempotency::IDEMPOTENCY_SWEEP,
+                self.idempotency_sweep_handler(),
+            )
+            .with_handler(super::AUDIT_SWEEP, self.audit_sweep_handler());
         let runner = self
             .retention_handlers()
             .into_iter()
@@ -123,7 +125,7 @@ impl Service {
         self
     }
 
-    /// Runs the events sweep every `interval` (default an hour).
+    /// Runs the events and audit-log sweeps every `interval` (default an hour).
     pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
         self.sweep_interval = interval;
         self
@@ -134,8 +136,8 @@ impl Service {
         &self.jobs
     }
 
-    /// Makes sure every recurring job is scheduled (the events, retention and idempotency-key
-    /// sweeps); a no-op
+    /// Makes sure every recurring job is scheduled (the events, retention, idempotency-key and
+    /// audit-log sweeps); a no-op
     /// for those that already are, so every instance may call it at start.
     pub async fn jobs_schedule_recurring(&self) -> Result<()> {
         let events = NewJob {
@@ -151,6 +153,7 @@ impl Service {
             events,
             self.retention_sweep_job(),
             self.idempotency_sweep_job(),
+            self.audit_sweep_job(),
         ] {
             enqueued |= self.repo.job_enqueue(&job).await?;
         }

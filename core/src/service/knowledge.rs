@@ -13,7 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 
-use super::Service;
+use super::{By, Service};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -128,9 +128,25 @@ impl Service {
         actor.require(Permission::KbWrite)?;
         let id = IdKind::Document.parse(documentation_id)?;
         let job = self.processing_job(&id);
+        // The audit entry says what reprocessing resets; a document deleted meanwhile is not
+        // found below and records nothing.
+        let before = self.document_view(actor, &id).await?;
+        let after = Document {
+            processing_status: ProcessingStatus::Pending,
+            processing_error: None,
+            ..before.clone()
+        };
+        let audit = self.audit_diff(
+            actor,
+            "document.reprocess",
+            "document",
+            &id,
+            Some(&before),
+            Some(&after),
+        )?;
         let doc = self
             .repo
-            .document_reprocess(&actor.organization_id, &id, &job, self.now())
+            .document_reprocess(&actor.organization_id, &id, &job, self.now(), &audit)
             .await?
             .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))?;
         self.jobs.wake();
@@ -320,7 +336,7 @@ impl Service {
         };
         doc.last_processed_at = Some(now);
         doc.updated_at = now.max(doc.updated_at);
-        let event = self.event(EventType::DocumentProcessed, &doc)?;
+        let event = self.event(EventType::DocumentProcessed, &doc, By::System)?;
         if self.after_write(
             self.repo
                 .document_processing_finish(&doc, &job.job_id, &chunks, &event)

@@ -1,7 +1,7 @@
 //! Members and invitations.
 
-use super::Service;
-use crate::auth::Actor;
+use super::{By, Service};
+use crate::auth::{Actor, Principal, RequestContext};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
@@ -23,7 +23,7 @@ impl Service {
         actor: &Actor,
         input: NewInvitation,
     ) -> Result<Invitation> {
-        actor.require(Permission::InvitationsManage)?;
+        actor.require(Permission::MembersWrite)?;
         let email = validate::email("email", &input.email)?;
         let now = self.now();
         let invitation = Invitation {
@@ -36,14 +36,18 @@ impl Service {
             created_at: now,
             expires_at: now.add_seconds(INVITATION_TTL_SECS),
         };
-        let event = self.event(EventType::InvitationCreated, &invitation)?;
+        let event = self.event(
+            EventType::InvitationCreated,
+            &invitation,
+            By::Creating(actor),
+        )?;
         self.after_write(self.repo.invitation_insert(&invitation, now, &event).await)?;
         Ok(invitation)
     }
 
     /// Pending, unexpired invitations of the organization, newest first.
     pub async fn invitation_list(&self, actor: &Actor) -> Result<Vec<Invitation>> {
-        actor.require(Permission::InvitationsRead)?;
+        actor.require(Permission::MembersRead)?;
         self.repo
             .invitation_list_pending(&actor.organization_id, self.now())
             .await
@@ -53,7 +57,7 @@ impl Service {
     /// expiry is shown as `expired`. 404 for an unknown invitation or one of another
     /// organization.
     pub async fn invitation_view(&self, actor: &Actor, invite_id: &str) -> Result<Invitation> {
-        actor.require(Permission::InvitationsRead)?;
+        actor.require(Permission::MembersRead)?;
         let id = IdKind::Invitation.parse(invite_id)?;
         let mut invitation = self
             .repo
@@ -78,7 +82,7 @@ impl Service {
         actor: &Actor,
         invite_id: &str,
     ) -> Result<Outcome<Invitation>> {
-        actor.require(Permission::InvitationsManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Invitation.parse(invite_id)?;
         let org = actor.organization_id.as_str();
         let not_found = || Error::not_found(format!("invitation {id} not found"));
@@ -90,7 +94,14 @@ impl Service {
         if invitation.status != InvitationStatus::Pending
             || !self.after_write(
                 self.repo
-                    .invitation_revoke(org, &id, &self.event_stamp(EventType::InvitationRevoked))
+                    .invitation_revoke(
+                        org,
+                        &id,
+                        &self.event_stamp(
+                            EventType::InvitationRevoked,
+                            By::updating(actor, &invitation)?,
+                        ),
+                    )
                     .await,
             )?
         {
@@ -116,6 +127,18 @@ impl Service {
         &self,
         bearer: Option<&str>,
         invite_id: &str,
+    ) -> Result<Outcome<Member>> {
+        self.invitation_accept_from(bearer, invite_id, RequestContext::default())
+            .await
+    }
+
+    /// [`invitation_accept`](Self::invitation_accept) for a request from `request`, which the
+    /// audit log records with the invitee as the actor.
+    pub async fn invitation_accept_from(
+        &self,
+        bearer: Option<&str>,
+        invite_id: &str,
+        request: RequestContext,
     ) -> Result<Outcome<Member>> {
         let token = bearer
             .map(str::trim)
@@ -178,12 +201,22 @@ impl Service {
             },
             invitation,
         };
+        // The invitee acts as the member they become.
+        let invitee = Actor {
+            organization_id: records.membership.organization_id.clone(),
+            user_id: records.membership.user_id.clone(),
+            role: records.membership.role,
+            principal: Principal::User,
+            scopes: None,
+            request,
+        };
         let accepted = self.event(
             EventType::InvitationAccepted,
             &Invitation {
                 status: InvitationStatus::Accepted,
                 ..records.invitation.clone()
             },
+            By::updating(&invitee, &records.invitation)?,
         )?;
         let member = self.after_write(
             self.repo
@@ -191,7 +224,7 @@ impl Service {
                     &records,
                     now,
                     &accepted,
-                    &self.event_stamp(EventType::MemberAdded),
+                    &self.event_stamp(EventType::MemberAdded, By::Creating(&invitee)),
                 )
                 .await,
         )?;
@@ -208,15 +241,20 @@ impl Service {
         membership_id: &str,
         input: MemberUpdate,
     ) -> Result<Member> {
-        actor.require(Permission::MembersManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Membership.parse(membership_id)?;
+        // A missing member is refused by the write below, which then records nothing.
+        let by = match self.repo.member_get(&actor.organization_id, &id).await? {
+            Some(before) => By::updating(actor, &before)?,
+            None => By::Creating(actor),
+        };
         self.after_write(
             self.repo
                 .member_set_role(
                     &actor.organization_id,
                     &id,
                     input.role,
-                    &self.event_stamp(EventType::MemberUpdated),
+                    &self.event_stamp(EventType::MemberUpdated, by),
                 )
                 .await,
         )
@@ -229,7 +267,7 @@ impl Service {
         actor: &Actor,
         membership_id: &str,
     ) -> Result<Outcome<Member>> {
-        actor.require(Permission::MembersManage)?;
+        actor.require(Permission::MembersWrite)?;
         let id = IdKind::Membership.parse(membership_id)?;
         let member = self.after_write(
             self.repo
@@ -237,7 +275,7 @@ impl Service {
                     &actor.organization_id,
                     &id,
                     self.now(),
-                    &self.event_stamp(EventType::MemberRemoved),
+                    &self.event_stamp(EventType::MemberRemoved, By::Deleting(actor)),
                 )
                 .await,
         )?;

@@ -11,7 +11,10 @@ use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
 use crate::jobs::JobWaker;
-use crate::model::{Agent, Event, EventStamp, EventType};
+use crate::model::{
+    Agent, AuditActor, AuditEntry, AuditStamp, ChangeKind, Event, EventStamp, EventType,
+    audit_changes, audit_snapshot,
+};
 use crate::page::Cursor;
 use crate::repo::Repository;
 use crate::signing::UrlSigner;
@@ -20,6 +23,8 @@ use crate::time::{Clock, SystemClock, Timestamp};
 
 mod agents;
 mod api_keys;
+mod audit;
+pub use audit::AUDIT_SWEEP;
 mod auth;
 mod bootstrap;
 pub use bootstrap::{BootstrapInput, BootstrapOutput};
@@ -68,6 +73,8 @@ pub struct Service {
     recording_urls: Option<RecordingUrls>,
     jobs: JobWaker,
     event_retention: std::time::Duration,
+    /// How long audit entries are kept.
+    audit_retention: std::time::Duration,
     sweep_interval: std::time::Duration,
     /// How often the retention policies are applied.
     retention_sweep_interval: std::time::Duration,
@@ -98,6 +105,27 @@ impl std::fmt::Debug for Service {
     }
 }
 
+/// Who causes the change an event records, and so what its audit entry says: the system (a
+/// job: no entry), or a caller creating, deleting or updating the resource (the resource as it
+/// was before, as the API returns it, to compare field by field).
+pub(crate) enum By<'a> {
+    /// A job, not a caller: no audit entry.
+    System,
+    /// A caller creates the resource: every field is new.
+    Creating(&'a Actor),
+    /// A caller deletes the resource: every field is gone.
+    Deleting(&'a Actor),
+    /// A caller changes the resource, which was this before.
+    Updating(&'a Actor, serde_json::Value),
+}
+
+impl<'a> By<'a> {
+    /// `actor` changes `before`.
+    fn updating<T: serde::Serialize>(actor: &'a Actor, before: &T) -> Result<Self> {
+        Ok(Self::Updating(actor, audit_snapshot(before)?))
+    }
+}
+
 fn cursor_of(created_at: Timestamp, id: &str) -> Cursor {
     Cursor {
         created_at,
@@ -120,6 +148,7 @@ impl Service {
             recording_urls: None,
             jobs: JobWaker::default(),
             event_retention: std::time::Duration::from_secs(30 * 24 * 3600),
+            audit_retention: std::time::Duration::from_secs(365 * 24 * 3600),
             sweep_interval: std::time::Duration::from_secs(3600),
             retention_sweep_interval: std::time::Duration::from_secs(3600),
             webhooks: WebhookDelivery {
@@ -200,13 +229,68 @@ impl Service {
     }
 
     /// A new event's id, type and time, for a write that reads its data inside its own
-    /// transaction.
-    fn event_stamp(&self, event_type: EventType) -> EventStamp {
+    /// transaction; with the audit stamp of the caller who makes the change, if one does.
+    fn event_stamp(&self, event_type: EventType, by: By<'_>) -> EventStamp {
+        let created_at = self.now();
+        let audit = match by {
+            By::System => None,
+            By::Creating(actor) => Some(self.audit_stamp(actor, ChangeKind::Created, created_at)),
+            By::Deleting(actor) => Some(self.audit_stamp(actor, ChangeKind::Deleted, created_at)),
+            By::Updating(actor, before) => {
+                Some(self.audit_stamp(actor, ChangeKind::Updated(before), created_at))
+            }
+        };
         EventStamp {
             event_id: self.id(IdKind::Event),
             event_type,
-            created_at: self.now(),
+            created_at,
+            audit,
         }
+    }
+
+    /// Who and where from, for the audit entry of a change `actor` makes at `created_at`.
+    fn audit_stamp(&self, actor: &Actor, change: ChangeKind, created_at: Timestamp) -> AuditStamp {
+        AuditStamp {
+            audit_id: self.id(IdKind::Audit),
+            actor: AuditActor::of(actor),
+            request_id: actor.request.request_id.clone(),
+            ip: actor.request.ip.clone(),
+            created_at,
+            change,
+        }
+    }
+
+    /// The audit entry of a change `actor` makes that records no event, with its `changes`
+    /// given (secrets in them are redacted).
+    fn audit_entry(
+        &self,
+        actor: &Actor,
+        action: &str,
+        resource_type: &str,
+        resource_id: &str,
+        changes: serde_json::Map<String, serde_json::Value>,
+    ) -> AuditEntry {
+        self.audit_stamp(actor, ChangeKind::Created, self.now())
+            .entry(action, resource_type, resource_id, changes)
+    }
+
+    /// [`audit_entry`](Self::audit_entry) with the `changes` between two states of a resource
+    /// as the API returns it (`null` for none: before a create, after a delete).
+    fn audit_diff<T: serde::Serialize>(
+        &self,
+        actor: &Actor,
+        action: &str,
+        resource_type: &str,
+        resource_id: &str,
+        before: Option<&T>,
+        after: Option<&T>,
+    ) -> Result<AuditEntry> {
+        let value = |v: Option<&T>| v.map(audit_snapshot).transpose();
+        let changes = audit_changes(
+            &value(before)?.unwrap_or_default(),
+            &value(after)?.unwrap_or_default(),
+        );
+        Ok(self.audit_entry(actor, action, resource_type, resource_id, changes))
     }
 
     /// Passes on `result`, the outcome of a write that recorded an event; after a success
@@ -220,8 +304,13 @@ impl Service {
     }
 
     /// A new event whose data is `data` as the API returns it.
-    fn event<T: serde::Serialize>(&self, event_type: EventType, data: &T) -> Result<Event> {
-        self.event_stamp(event_type).with(data)
+    fn event<T: serde::Serialize>(
+        &self,
+        event_type: EventType,
+        data: &T,
+        by: By<'_>,
+    ) -> Result<Event> {
+        self.event_stamp(event_type, by).with(data)
     }
 
     // Health

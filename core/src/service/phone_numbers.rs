@@ -1,6 +1,6 @@
 //! Phone numbers.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -99,7 +99,7 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(EventType::PhoneNumberCreated, &number)?;
+        let event = self.event(EventType::PhoneNumberCreated, &number, By::Creating(actor))?;
         self.after_write(self.repo.phone_number_insert(&number, &event).await)?;
         Ok(number)
     }
@@ -145,6 +145,7 @@ impl Service {
     ) -> Result<PhoneNumber> {
         actor.require(Permission::PhoneNumbersWrite)?;
         let mut number = self.phone_number_view(actor, phone_number_id).await?;
+        let by = By::updating(actor, &number)?;
         if let Some(agent) = &input.assigned_agent_id {
             number.assigned_agent_id = agent.as_deref().map(agent_ref).transpose()?;
             number.status = status_for(&number.assigned_agent_id);
@@ -175,7 +176,7 @@ impl Service {
             number.supports_outbound = v;
         }
         number.updated_at = self.now().max(number.updated_at);
-        let event = self.event(EventType::PhoneNumberUpdated, &number)?;
+        let event = self.event(EventType::PhoneNumberUpdated, &number, by)?;
         self.after_write(self.repo.phone_number_update(&number, &event).await)?;
         Ok(number)
     }
@@ -194,7 +195,7 @@ impl Service {
                     .phone_number_delete(
                         &actor.organization_id,
                         &id,
-                        &self.event_stamp(EventType::PhoneNumberDeleted),
+                        &self.event_stamp(EventType::PhoneNumberDeleted, By::Deleting(actor)),
                     )
                     .await,
             )?

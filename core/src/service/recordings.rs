@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Service;
+use super::{By, Service};
 use crate::auth::Actor;
 use crate::blob::BlobStore;
 use crate::blob::{BlobRead, ByteStream, RangeRequest, StreamDigest};
@@ -129,7 +129,7 @@ impl Service {
         };
         let previous = call.recording.replace(recording);
         call.updated_at = self.now().max(call.updated_at);
-        let event = self.event(EventType::RecordingReady, &ready)?;
+        let event = self.event(EventType::RecordingReady, &ready, By::Creating(actor))?;
         self.after_write(
             self.repo
                 .call_set_recording(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::Service;
+use super::{By, Service};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -40,13 +40,14 @@ impl Service {
     /// batch with its events and file-delete jobs, then wakes the runners.
     async fn calls_remove(
         &self,
+        by: Option<&Actor>,
         organization_id: &str,
         call_sid: Option<&str>,
         created_before: Option<Timestamp>,
         part: CallPart,
         now: Timestamp,
     ) -> Result<Vec<Call>> {
-        let stamp = |t: EventType| self.event_stamp(t);
+        let stamp = |t: EventType| self.event_stamp(t, by.map_or(By::System, By::Deleting));
         let blob_job = |call_sid: &str, key: &str| NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: BLOB_DELETE.to_owned(),
@@ -70,10 +71,11 @@ impl Service {
 
     /// Deletes a call with its transcript and recording; answers the call as it was.
     pub async fn call_delete(&self, actor: &Actor, call_sid: &str) -> Result<Outcome<Call>> {
-        actor.require(Permission::CallsDelete)?;
+        actor.require(Permission::CallsWrite)?;
         let call_sid = IdKind::Call.parse(call_sid)?;
         let call = self
             .calls_remove(
+                Some(actor),
                 &actor.organization_id,
                 Some(&call_sid),
                 None,
@@ -89,11 +91,12 @@ impl Service {
     /// Deletes only a call's recording; answers the call without it. 404 when the call has
     /// none.
     pub async fn recording_delete(&self, actor: &Actor, call_sid: &str) -> Result<Outcome<Call>> {
-        actor.require(Permission::CallsDelete)?;
+        actor.require(Permission::CallsWrite)?;
         let call = self.call_view(actor, call_sid).await?;
         let now = self.now();
         let mut call = self
             .calls_remove(
+                Some(actor),
                 &actor.organization_id,
                 Some(&call.call_sid),
                 None,
@@ -110,7 +113,7 @@ impl Service {
 
     /// The organization's retention policy.
     pub async fn organization_settings_view(&self, actor: &Actor) -> Result<OrganizationSettings> {
-        actor.require(Permission::SettingsManage)?;
+        actor.require(Permission::SettingsRead)?;
         self.repo
             .organization_settings(&actor.organization_id)
             .await?
@@ -123,7 +126,9 @@ impl Service {
         actor: &Actor,
         input: OrganizationSettingsUpdate,
     ) -> Result<OrganizationSettings> {
+        actor.require(Permission::SettingsWrite)?;
         let mut settings = self.organization_settings_view(actor).await?;
+        let before = settings;
         for (field, change, slot) in [
             (
                 "recording_retention_days",
@@ -153,7 +158,18 @@ impl Service {
             }
         }
         self.repo
-            .organization_settings_set(&actor.organization_id, &settings)
+            .organization_settings_set(
+                &actor.organization_id,
+                &settings,
+                &self.audit_diff(
+                    actor,
+                    "settings.update",
+                    "settings",
+                    &actor.organization_id,
+                    Some(&before),
+                    Some(&settings),
+                )?,
+            )
             .await?;
         Ok(settings)
     }
@@ -174,7 +190,7 @@ impl Service {
                 let cutoff = now.add_seconds(-days.saturating_mul(SECONDS_PER_DAY));
                 loop {
                     let n = self
-                        .calls_remove(&organization_id, None, Some(cutoff), part, now)
+                        .calls_remove(None, &organization_id, None, Some(cutoff), part, now)
                         .await?
                         .len() as u64;
                     removed += n;

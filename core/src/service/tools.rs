@@ -1,6 +1,6 @@
 //! HTTP tools.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -104,7 +104,7 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
-        let event = self.event(EventType::ToolCreated, &tool)?;
+        let event = self.event(EventType::ToolCreated, &tool, By::Creating(actor))?;
         self.after_write(self.repo.tool_insert(&tool, &event).await)?;
         Ok(tool)
     }
@@ -143,6 +143,7 @@ impl Service {
     ) -> Result<Tool> {
         actor.require(Permission::ToolsWrite)?;
         let mut tool = self.tool_view(actor, tool_id).await?;
+        let by = By::updating(actor, &tool)?;
         if let Some(v) = &input.tool_name {
             tool.tool_name = tool_name(v)?;
         }
@@ -166,7 +167,7 @@ impl Service {
             tool.timeout_seconds = timeout(v)?;
         }
         tool.updated_at = self.now().max(tool.updated_at);
-        let event = self.event(EventType::ToolUpdated, &tool)?;
+        let event = self.event(EventType::ToolUpdated, &tool, by)?;
         self.after_write(self.repo.tool_update(&tool, &event).await)?;
         Ok(tool)
     }
@@ -181,7 +182,7 @@ impl Service {
                     .tool_delete(
                         &actor.organization_id,
                         &id,
-                        &self.event_stamp(EventType::ToolDeleted),
+                        &self.event_stamp(EventType::ToolDeleted, By::Deleting(actor)),
                     )
                     .await,
             )?

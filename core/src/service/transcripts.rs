@@ -71,7 +71,22 @@ impl Service {
             .map(|(i, m)| checked(i, m))
             .collect::<Result<Vec<_>>>()?;
         self.repo
-            .call_message_append(&actor.organization_id, &call_sid, &messages, self.now())
+            .call_message_append(
+                &actor.organization_id,
+                &call_sid,
+                &messages,
+                self.now(),
+                &self.audit_entry(
+                    actor,
+                    "transcript.append",
+                    "call",
+                    &call_sid,
+                    serde_json::Map::from_iter([(
+                        "messages_appended".to_owned(),
+                        serde_json::json!([null, count]),
+                    )]),
+                ),
+            )
             .await?
             .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))
     }

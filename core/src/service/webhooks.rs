@@ -1,13 +1,13 @@
 //! Webhook endpoints: where the organization's events are delivered, their signing secrets
 //! (sealed at rest, shown only on create and rotate), test deliveries and the deliveries list.
 
-use super::{Service, cursor_of};
+use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, Webhook, WebhookStatus,
+    CreatedWebhook, Delivery, EventType, NewWebhook, Outcome, REDACTED, Webhook, WebhookStatus,
     WebhookUpdate, delivery_job,
 };
 use crate::page::{Page, PageParams, PageQuery};
@@ -122,7 +122,7 @@ impl Service {
 
     /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
     pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let url = check_webhook_url(&input.url, &self.webhooks.policy).await?;
         let events = check_events(&input.events)?;
         let description = check_description(input.description.as_deref())?;
@@ -138,13 +138,25 @@ impl Service {
             updated_at: now,
         };
         let (secret, sealed) = self.webhook_secret(&webhook.webhook_id)?;
-        self.repo.webhook_insert(&webhook, &sealed).await?;
+        let mut audit = self.audit_diff(
+            actor,
+            "webhook.create",
+            "webhook",
+            &webhook.webhook_id,
+            None,
+            Some(&webhook),
+        )?;
+        // That a signing secret was made, never the secret.
+        audit
+            .changes
+            .insert("secret".to_owned(), serde_json::json!([null, REDACTED]));
+        self.repo.webhook_insert(&webhook, &sealed, &audit).await?;
         Ok(CreatedWebhook { webhook, secret })
     }
 
     /// The organization's endpoints, newest first.
     pub async fn webhook_list(&self, actor: &Actor, params: &PageParams) -> Result<Page<Webhook>> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         let query = PageQuery::from_params(params, IdKind::Webhook)?;
         let rows = self
             .repo
@@ -157,7 +169,7 @@ impl Service {
 
     /// One endpoint of the organization, without its secret.
     pub async fn webhook_view(&self, actor: &Actor, webhook_id: &str) -> Result<Webhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         self.repo
             .webhook_get(&actor.organization_id, &id)
@@ -172,7 +184,9 @@ impl Service {
         webhook_id: &str,
         input: WebhookUpdate,
     ) -> Result<Webhook> {
+        actor.require(Permission::WebhooksWrite)?;
         let mut webhook = self.webhook_view(actor, webhook_id).await?;
+        let before = webhook.clone();
         if let Some(v) = &input.url {
             webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
         }
@@ -186,7 +200,15 @@ impl Service {
             webhook.status = v;
         }
         webhook.updated_at = self.now().max(webhook.updated_at);
-        if !self.repo.webhook_update(&webhook).await? {
+        let audit = self.audit_diff(
+            actor,
+            "webhook.update",
+            "webhook",
+            &webhook.webhook_id,
+            Some(&before),
+            Some(&webhook),
+        )?;
+        if !self.repo.webhook_update(&webhook, &audit).await? {
             return Err(not_found(&webhook.webhook_id));
         }
         Ok(webhook)
@@ -198,11 +220,14 @@ impl Service {
         actor: &Actor,
         webhook_id: &str,
     ) -> Result<Outcome<Webhook>> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
+        let before = self.webhook_view(actor, &id).await?;
+        let audit =
+            self.audit_diff(actor, "webhook.delete", "webhook", &id, Some(&before), None)?;
         let webhook = self
             .repo
-            .webhook_delete(&actor.organization_id, &id)
+            .webhook_delete(&actor.organization_id, &id, &audit)
             .await?
             .ok_or_else(|| not_found(&id))?;
         Ok(Outcome::new(webhook, "webhook deleted"))
@@ -215,7 +240,7 @@ impl Service {
         actor: &Actor,
         webhook_id: &str,
     ) -> Result<CreatedWebhook> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let (secret, sealed) = self.webhook_secret(&id)?;
         let now = self.now();
@@ -227,6 +252,16 @@ impl Service {
                 &sealed,
                 now.add_seconds(PREVIOUS_SECRET_SECONDS),
                 now,
+                &self.audit_entry(
+                    actor,
+                    "webhook.rotate_secret",
+                    "webhook",
+                    &id,
+                    serde_json::Map::from_iter([(
+                        "secret".to_owned(),
+                        serde_json::json!([REDACTED, REDACTED]),
+                    )]),
+                ),
             )
             .await?
             .ok_or_else(|| not_found(&id))?;
@@ -236,11 +271,12 @@ impl Service {
     /// Records a `webhook.test` event and schedules its delivery to this endpoint only,
     /// whatever its subscriptions and status.
     pub async fn webhook_test(&self, actor: &Actor, webhook_id: &str) -> Result<Delivery> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let event = self.event(
             EventType::WebhookTest,
             &serde_json::json!({ "webhook_id": id }),
+            By::Creating(actor),
         )?;
         let delivery = Delivery {
             delivery_id: self.id(IdKind::Delivery),
@@ -282,14 +318,30 @@ impl Service {
         webhook_id: &str,
         delivery_id: &str,
     ) -> Result<Delivery> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksWrite)?;
         let webhook_id = IdKind::Webhook.parse(webhook_id)?;
         let delivery_id = IdKind::Delivery.parse(delivery_id)?;
         let now = self.now();
         let job = delivery_job(&delivery_id, now);
         let retried = self
             .repo
-            .delivery_retry(&actor.organization_id, &webhook_id, &delivery_id, now, &job)
+            .delivery_retry(
+                &actor.organization_id,
+                &webhook_id,
+                &delivery_id,
+                now,
+                &job,
+                &self.audit_entry(
+                    actor,
+                    "webhook_delivery.retry",
+                    "webhook_delivery",
+                    &delivery_id,
+                    serde_json::Map::from_iter([(
+                        "status".to_owned(),
+                        serde_json::json!([null, "pending"]),
+                    )]),
+                ),
+            )
             .await;
         self.after_write(retried)?.ok_or_else(|| {
             Error::not_found(format!(

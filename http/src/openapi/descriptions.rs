@@ -27,8 +27,11 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "api_key_create",
         "Creates an API key with a role no higher than the caller's; the answer holds the \
-         secret (`api_key`, `vpk_…`) once, and it cannot be read again. Needs \
-         `api_keys:create` (agent_manager or admin). 403 for a role above the caller's.",
+         secret (`api_key`, `vpk_…`) once, and it cannot be read again. `scopes` narrows the key \
+         to some permissions, each held by its role and by the caller (400 naming the first \
+         that is not); left out, the key has every permission of its role. Records \
+         `api_key.created` and an audit entry. Needs `api_keys:write` (agent_manager or \
+         admin). 403 for a role above the caller's.",
     ),
     (
         "api_key_list",
@@ -44,15 +47,15 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "api_key_revoke",
         "Revokes a key: it stops authenticating at once and stays listed with `status` \
-         `revoked`. Needs `api_keys:revoke` (agent_manager or admin); a key whose role is above \
+         `revoked`. Needs `api_keys:write` (agent_manager or admin); a key whose role is above \
          the caller's cannot be revoked (403).",
     ),
     (
         "call_create",
         "Records a call of one of the organization's agents. `status` defaults to `queued`, \
          `recording_enabled` to the agent's setting, `created_at` to now. Needs `calls:write` \
-         (agent_manager or admin); sending `created_at` (an import) needs `calls:import` \
-         (admin), and it must not be in the future (400).",
+         (agent_manager or admin); sending `created_at` (an import) also needs the role \
+         `admin`, and it must not be in the future (400).",
     ),
     (
         "call_list",
@@ -83,7 +86,7 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
         "call_delete",
         "Deletes the call, its transcript and its recording in one transaction and records \
          `call.deleted`; the recording's file is removed from the object store by a durable \
-         job shortly after. Needs `calls:delete` (agent_manager or admin).",
+         job shortly after. Needs `calls:write` (agent_manager or admin).",
     ),
     (
         "call_message_append",
@@ -121,7 +124,7 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
         "recording_delete",
         "Deletes the call's recording (the call stays) and records `recording.deleted`; the \
          file goes from the object store shortly after. 404 when the call has no recording. \
-         Needs `calls:delete` (agent_manager or admin).",
+         Needs `calls:write` (agent_manager or admin).",
     ),
     (
         "recording_signed_read",
@@ -298,34 +301,34 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "organization_settings_view",
         "The organization's retention policy: how many days recordings, transcripts and calls \
-         are kept (`null`: forever). Needs `settings:manage` (admin).",
+         are kept (`null`: forever). Needs `settings:read` (admin).",
     ),
     (
         "organization_settings_update",
         "Changes the retention policy: each field an integer 1–36500 or `null` (keep forever); \
          absent fields are unchanged. The periodic sweep deletes what is older. Needs \
-         `settings:manage` (admin).",
+         `settings:write` (admin).",
     ),
     (
         "invitation_create",
         "Invites an e-mail address with a role; valid 7 days. 409 when one is already pending \
-         for that address. Needs `invitations:manage` (admin).",
+         for that address. Needs `members:write` (admin).",
     ),
     (
         "invitation_list",
         "The pending, unexpired invitations, as `{\"invitations\": […]}`. Needs \
-         `invitations:read` (every role).",
+         `members:read` (every role).",
     ),
     (
         "invitation_view",
         "One invitation of the organization, whatever its status; a pending one past its \
          expiry shows as `expired` (the `Location` of a new invitation). 404 for an unknown \
-         invitation or one of another organization. Needs `invitations:read` (every role).",
+         invitation or one of another organization. Needs `members:read` (every role).",
     ),
     (
         "invitation_revoke",
         "Withdraws a pending invitation (`status` `revoked`). 409 when it is no longer \
-         pending. Needs `invitations:manage` (admin).",
+         pending. Needs `members:write` (admin).",
     ),
     (
         "invitation_accept",
@@ -342,12 +345,12 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "member_update",
         "Changes a member's role. 409 rather than demote the last admin. Needs \
-         `members:manage` (admin).",
+         `members:write` (admin).",
     ),
     (
         "member_remove",
         "Removes a member and revokes the API keys they created in this organization. 409 for \
-         the last admin. Needs `members:manage` (admin).",
+         the last admin. Needs `members:write` (admin).",
     ),
     (
         "event_list",
@@ -361,52 +364,62 @@ pub(super) const DESCRIPTIONS: &[(&str, &str)] = &[
          (agent_manager or admin).",
     ),
     (
+        "audit_list",
+        "The organization's audit log, newest first: one entry per state change made through \
+         the API (`action` `<resource>.<verb>`), with the actor (API key or user), the fields \
+         changed as `[old, new]` (secrets shown as `\"[redacted]\"`), the request id and the \
+         client address. Filters combine with AND: `action`, `resource_id`, `actor_key_id`, \
+         `actor_user_id`, `created_after`, `created_before`; a malformed filter is a 400, and a \
+         cursor only continues the filters it was issued for. Entries cannot be changed or \
+         deleted; they are kept `audit.retention_days` (365). Needs `audit:read` (admin).",
+    ),
+    (
         "webhook_create",
         "Creates an endpoint that receives the listed event types (or `[\"*\"]`, all) as signed \
          POSTs. The answer holds its signing secret (`whsec_…`), shown only here and on \
-         rotation; 503 when `secrets.master_key` is not set. Needs `webhooks:manage` \
+         rotation; 503 when `secrets.master_key` is not set. Needs `webhooks:write` \
          (agent_manager or admin).",
     ),
     (
         "webhook_list",
-        "Lists webhook endpoints, newest first, without secrets. Needs `webhooks:manage` \
+        "Lists webhook endpoints, newest first, without secrets. Needs `webhooks:read` \
          (agent_manager or admin).",
     ),
     (
         "webhook_view",
-        "One webhook endpoint, without its secret. Needs `webhooks:manage` (agent_manager or \
+        "One webhook endpoint, without its secret. Needs `webhooks:read` (agent_manager or \
          admin).",
     ),
     (
         "webhook_update",
         "Changes an endpoint's URL, event types, description or status; a `disabled` endpoint \
-         is sent nothing. Needs `webhooks:manage` (agent_manager or admin).",
+         is sent nothing. Needs `webhooks:write` (agent_manager or admin).",
     ),
     (
         "webhook_delete",
-        "Deletes an endpoint and its deliveries. Needs `webhooks:manage` (agent_manager or \
+        "Deletes an endpoint and its deliveries. Needs `webhooks:write` (agent_manager or \
          admin).",
     ),
     (
         "webhook_rotate_secret",
         "Replaces the signing secret and answers the new one; deliveries are signed with both \
-         for 24 hours, so receivers can switch without losing any. Needs `webhooks:manage` \
+         for 24 hours, so receivers can switch without losing any. Needs `webhooks:write` \
          (agent_manager or admin).",
     ),
     (
         "webhook_test",
         "Queues a `webhook.test` event for this endpoint only and answers its pending \
-         delivery (202). Needs `webhooks:manage` (agent_manager or admin).",
+         delivery (202). Needs `webhooks:write` (agent_manager or admin).",
     ),
     (
         "delivery_list",
         "The deliveries to an endpoint, newest first: status, attempts, last answer and next \
-         attempt. Needs `webhooks:manage` (agent_manager or admin).",
+         attempt. Needs `webhooks:read` (agent_manager or admin).",
     ),
     (
         "delivery_retry",
         "Makes a delivery pending again and attempts it at once (202). Needs \
-         `webhooks:manage` (agent_manager or admin).",
+         `webhooks:write` (agent_manager or admin).",
     ),
 ];
 

@@ -206,6 +206,20 @@ const FIELDS: &[(&str, &str)] = &[
         "Event.data",
         r#"{"call_sid": "call_4e6a8b0c2d4e6f8a0b1c2d3e", "status": "queued"}"#,
     ),
+    // The audit log.
+    ("AuditEntry.action", r#""agent.update""#),
+    ("AuditFilter.action", r#""agent.update""#),
+    ("resource_type", r#""agent""#),
+    ("AuditEntry.resource_id", r#""agent_3f9a0c1d2e4b5a6c""#),
+    ("AuditFilter.resource_id", r#""agent_3f9a0c1d2e4b5a6c""#),
+    (
+        "AuditEntry.changes",
+        r#"{"agent_name": ["Front desk", "Reception"]}"#,
+    ),
+    ("request_id", r#""5f2b9c0d1e3a4b6c""#),
+    ("ip", r#""203.0.113.7""#),
+    ("actor_key_id", r#""apikey_0123456789ab""#),
+    ("actor_user_id", r#""user_2b4d6f8a0c1e3f5a""#),
     // Lists.
     (
         "next_cursor",

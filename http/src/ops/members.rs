@@ -63,11 +63,11 @@ pub(crate) async fn invitation_revoke(
 pub(crate) async fn invitation_accept(
     cx: Cx,
     (invite_id,): (String,),
-    (Invitee(bearer),): (Invitee,),
+    (Invitee(bearer, request),): (Invitee,),
 ) -> Result<Outcome<Member>, ApiError> {
     Ok(cx
         .service()
-        .invitation_accept(bearer.as_deref(), &invite_id)
+        .invitation_accept_from(bearer.as_deref(), &invite_id, request)
         .await?)
 }
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod api_keys;
+pub(crate) mod audit;
 pub(crate) mod calls;
 pub(crate) mod events;
 pub(crate) mod health;

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use http::request::Parts;
 use http::{Method, Response};
-use voiceplane_core::auth::Actor;
+use voiceplane_core::auth::{Actor, RequestContext};
 
 use crate::endpoint::RequestBody;
 use crate::error::ApiError;
@@ -65,6 +65,25 @@ fn budget_key(actor: &Actor) -> String {
     }
 }
 
+/// Where the request came from, for the audit log: its id (chosen by [`Api::handle`]) and the
+/// client's address (the peer, or what a trusted proxy reports when rate limits name trusted
+/// proxies).
+pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
+    let peer = ratelimit::peer_of(&parts.extensions);
+    let ip = match api.limits.as_deref() {
+        Some(limits) => limits.client_ip(peer, &parts.headers),
+        None => peer,
+    };
+    RequestContext {
+        request_id: parts
+            .extensions
+            .get::<crate::RequestId>()
+            .and_then(|id| id.0.to_str().ok())
+            .map(str::to_owned),
+        ip: ip.map(|ip| ip.to_string()),
+    }
+}
+
 /// Authenticates the caller of an organization operation, behind the per-IP limit of failed
 /// authentications.
 async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
@@ -79,6 +98,10 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
             .service
             .authenticate(&credentials)
             .await
+            .map(|mut actor| {
+                actor.request = request_context(api, parts);
+                actor
+            })
             .map_err(ApiError::from),
         Err(e) => Err(e),
     };

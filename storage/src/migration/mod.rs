@@ -10,6 +10,7 @@ use sea_orm_migration::schema::{
 mod m0007_knowledge;
 mod m0008_calls_as_data;
 mod m0010_idempotency;
+mod m0011_access;
 mod m0012_credential_version;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0007_knowledge::M0007Knowledge),
             Box::new(m0008_calls_as_data::M0008CallsAsData),
             Box::new(m0010_idempotency::M0010Idempotency),
+            Box::new(m0011_access::M0011Access),
             Box::new(m0012_credential_version::M0012CredentialVersion),
         ]
     }
@@ -93,7 +95,7 @@ fn user_fk(table: &'static str) -> ForeignKeyCreateStatement {
 }
 
 /// The keyset index every list of `table` scans: `(organization_id, created_at, id)`.
-fn keyset_index(table: &'static str, id: &'static str) -> IndexCreateStatement {
+pub(super) fn keyset_index(table: &'static str, id: &'static str) -> IndexCreateStatement {
     Index::create()
         .name(format!("ix_{table}_keyset"))
         .table(table)

@@ -15,7 +15,7 @@ use voiceplane_core::{Error, Result};
 use super::credentials::CredentialFeed;
 use super::{all, keyset, one, record_event, touch};
 use crate::SeaRepository;
-use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
+use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts, ts_opt};
 use crate::direct;
 use crate::entity::api_key;
 
@@ -31,11 +31,16 @@ fn api_key_from(m: api_key::Model) -> Result<ApiKey> {
         created_at: ts(m.created_at),
         last_used_at: ts_opt(m.last_used_at),
         expires_at: ts_opt(m.expires_at),
+        scopes: m
+            .scopes
+            .as_deref()
+            .map(|s| from_json("api_keys.scopes", s))
+            .transpose()?,
     })
 }
 
-pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> api_key::ActiveModel {
-    api_key::ActiveModel {
+pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> Result<api_key::ActiveModel> {
+    Ok(api_key::ActiveModel {
         key_id: Set(k.key_id.clone()),
         organization_id: Set(k.organization_id.clone()),
         user_id: Set(k.user_id.clone()),
@@ -48,14 +53,15 @@ pub(super) fn api_key_row(k: &ApiKey, secret_hash: &str) -> api_key::ActiveModel
         last_used_at: Set(k.last_used_at.map(Timestamp::as_micros)),
         expires_at: Set(k.expires_at.map(Timestamp::as_micros)),
         revoked_at: Set(None),
-    }
+        scopes: Set(k.scopes.as_ref().map(to_json).transpose()?),
+    })
 }
 
 #[async_trait]
 impl ApiKeyRepository for SeaRepository {
     async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str, event: &Event) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        api_key::Entity::insert(api_key_row(key, secret_hash))
+        api_key::Entity::insert(api_key_row(key, secret_hash)?)
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;

@@ -8,13 +8,14 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk, ProcessingStatus, SearchHit,
+    AuditEntry, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
+    ProcessingStatus, SearchHit,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::DocumentRepository;
 use voiceplane_core::time::Timestamp;
 
-use super::{agents, all, chunks, jobs, keyset, lock_org, record_event};
+use super::{agents, all, chunks, jobs, keyset, lock_org, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::{chunk, document};
@@ -110,9 +111,10 @@ impl DocumentRepository for SeaRepository {
         .await
     }
 
-    async fn document_update(&self, d: &Document) -> Result<()> {
+    async fn document_update(&self, d: &Document, audit: &AuditEntry) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         // The name only: processing may be writing the other fields at the same time.
-        document::Entity::update_many()
+        let done = document::Entity::update_many()
             .col_expr(document::Column::Name, Expr::value(d.name.clone()))
             .col_expr(
                 document::Column::UpdatedAt,
@@ -120,10 +122,13 @@ impl DocumentRepository for SeaRepository {
             )
             .filter(document::Column::DocumentationId.eq(&d.documentation_id))
             .filter(document::Column::OrganizationId.eq(&d.organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        if done.rows_affected > 0 {
+            record_audit(&txn, &d.organization_id, audit).await?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 
     async fn document_delete(
@@ -162,6 +167,7 @@ impl DocumentRepository for SeaRepository {
         id: &str,
         job: &NewJob,
         now: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         if !take_document(&txn, id, None).await? {
@@ -198,6 +204,7 @@ impl DocumentRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         jobs::enqueue(&txn, job, now).await?;
+        record_audit(&txn, organization_id, audit).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(doc))
     }

@@ -21,12 +21,13 @@ pub(super) fn event_from(m: event::Model) -> Result<Event> {
         data: from_json("events.data", &m.data)?,
         event_id: m.event_id,
         created_at: ts(m.created_at),
+        audit: None,
     })
 }
 
 /// Stores `event` of `organization_id` through `db`, which must be the transaction of the
-/// write the event records: the change, its event and the event's webhook deliveries (with
-/// their jobs) commit or roll back together.
+/// write the event records: the change, its event, its audit entry (when a caller made the
+/// change) and the event's webhook deliveries (with their jobs) commit or roll back together.
 pub(crate) async fn record_event<C: ConnectionTrait>(
     db: &C,
     organization_id: &str,
@@ -42,6 +43,9 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
     .exec_without_returning(db)
     .await
     .map_err(db_err)?;
+    if let Some(entry) = &event.audit {
+        super::record_audit(db, organization_id, entry).await?;
+    }
     super::webhooks::fan_out(db, organization_id, event).await
 }
 

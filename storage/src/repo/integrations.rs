@@ -4,13 +4,13 @@ use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select, TransactionTrait,
 };
-use voiceplane_core::model::{Event, EventStamp, Integration, IntegrationFilter};
+use voiceplane_core::model::{AuditEntry, Event, EventStamp, Integration, IntegrationFilter};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{IntegrationDeletion, IntegrationRepository};
 use voiceplane_core::{Error, Result};
 
 use super::phone_numbers::phone_number_from;
-use super::{all, keyset, lock_org, one, record_event, record_if_changed};
+use super::{all, keyset, lock_org, one, record_audit, record_event, record_if_changed};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts};
 use crate::entity::{integration, phone_number};
@@ -108,6 +108,7 @@ impl IntegrationRepository for SeaRepository {
         i: &Integration,
         sealed: Option<&str>,
         event: Option<&Event>,
+        audit: Option<&AuditEntry>,
     ) -> Result<()> {
         let mut row = integration_row(i, sealed.unwrap_or_default());
         row.created_at = sea_orm::ActiveValue::NotSet;
@@ -125,6 +126,11 @@ impl IntegrationRepository for SeaRepository {
             .map_err(db_err)?;
         if let Some(event) = event {
             record_if_changed(&txn, &i.organization_id, event, result.rows_affected).await?;
+        }
+        if let Some(entry) = audit
+            && result.rows_affected > 0
+        {
+            record_audit(&txn, &i.organization_id, entry).await?;
         }
         txn.commit().await.map_err(db_err)
     }

@@ -12,10 +12,12 @@ use voiceplane_core::{Error, Result};
 
 use crate::convert::db_err;
 use crate::entity::organization;
+pub(crate) use audit::record_audit;
 pub(crate) use events::{record_event, record_if_changed};
 
 mod agents;
 mod api_keys;
+mod audit;
 pub mod call_queries;
 mod calls;
 mod chunks;

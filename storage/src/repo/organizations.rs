@@ -176,7 +176,7 @@ impl OrganizationRepository for SeaRepository {
             insert_user(&txn, &r.user).await?;
         }
         insert_membership(&txn, &r.membership).await?;
-        api_key::Entity::insert(api_key_row(&r.api_key, &r.secret_hash))
+        api_key::Entity::insert(api_key_row(&r.api_key, &r.secret_hash)?)
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;

@@ -10,12 +10,12 @@ use sea_orm::{
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
-use voiceplane_core::model::{Call, EventType, OrganizationSettings, RecordingDeleted};
+use voiceplane_core::model::{AuditEntry, Call, EventType, OrganizationSettings, RecordingDeleted};
 use voiceplane_core::repo::{CallPart, CallRemoval, RetentionRepository};
 
 use super::calls::call_from;
 use super::jobs::enqueue_many;
-use super::{all, lock_org, record_event};
+use super::{all, lock_org, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::{call, organization};
@@ -148,8 +148,10 @@ impl RetentionRepository for SeaRepository {
         &self,
         organization_id: &str,
         settings: &OrganizationSettings,
+        audit: &AuditEntry,
     ) -> Result<()> {
-        organization::Entity::update_many()
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let done = organization::Entity::update_many()
             .col_expr(
                 organization::Column::RecordingRetentionDays,
                 Expr::val(days_col(settings.recording_retention_days)),
@@ -163,10 +165,13 @@ impl RetentionRepository for SeaRepository {
                 Expr::val(days_col(settings.call_retention_days)),
             )
             .filter(organization::Column::OrganizationId.eq(organization_id))
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        if done.rows_affected > 0 {
+            record_audit(&txn, organization_id, audit).await?;
+        }
+        txn.commit().await.map_err(db_err)
     }
 
     async fn retention_policies(&self) -> Result<Vec<(String, OrganizationSettings)>> {

@@ -9,12 +9,12 @@ use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
-use voiceplane_core::model::{CallMessage, NewMessage};
+use voiceplane_core::model::{AuditEntry, CallMessage, NewMessage};
 use voiceplane_core::repo::TranscriptRepository;
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::all;
+use super::{all, record_audit};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts};
 use crate::entity::{call, call_message};
@@ -50,6 +50,7 @@ impl TranscriptRepository for SeaRepository {
         call_sid: &str,
         messages: &[NewMessage],
         created_at: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Vec<CallMessage>>> {
         let count = i64::try_from(messages.len())
             .map_err(|_| Error::Internal("too many messages in one append".to_owned()))?;
@@ -107,6 +108,7 @@ impl TranscriptRepository for SeaRepository {
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
+        record_audit(&txn, organization_id, audit).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(appended))
     }

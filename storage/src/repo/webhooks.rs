@@ -10,15 +10,15 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event, EventType, Webhook,
-    WebhookStatus,
+    AuditEntry, Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event, EventType,
+    Webhook, WebhookStatus,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::WebhookRepository;
 use voiceplane_core::time::Timestamp;
 
 use super::jobs::{enqueue, enqueue_many};
-use super::{all, keyset, one, record_event};
+use super::{all, keyset, one, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts, ts_opt};
 use crate::entity::{event, webhook, webhook_delivery};
@@ -140,7 +140,13 @@ pub(crate) async fn fan_out<C: ConnectionTrait>(
 
 #[async_trait]
 impl WebhookRepository for SeaRepository {
-    async fn webhook_insert(&self, w: &Webhook, secret_sealed: &str) -> Result<()> {
+    async fn webhook_insert(
+        &self,
+        w: &Webhook,
+        secret_sealed: &str,
+        audit: &AuditEntry,
+    ) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         webhook::Entity::insert(webhook::ActiveModel {
             webhook_id: Set(w.webhook_id.clone()),
             organization_id: Set(w.organization_id.clone()),
@@ -154,10 +160,11 @@ impl WebhookRepository for SeaRepository {
             created_at: Set(w.created_at.as_micros()),
             updated_at: Set(w.updated_at.as_micros()),
         })
-        .exec_without_returning(&self.db)
+        .exec_without_returning(&txn)
         .await
         .map_err(db_err)?;
-        Ok(())
+        record_audit(&txn, &w.organization_id, audit).await?;
+        txn.commit().await.map_err(db_err)
     }
 
     async fn webhook_get(
@@ -184,7 +191,8 @@ impl WebhookRepository for SeaRepository {
         .await
     }
 
-    async fn webhook_update(&self, w: &Webhook) -> Result<bool> {
+    async fn webhook_update(&self, w: &Webhook, audit: &AuditEntry) -> Result<bool> {
+        let txn = self.db.begin().await.map_err(db_err)?;
         let done = webhook::Entity::update_many()
             .filter(webhook::Column::WebhookId.eq(&w.webhook_id))
             .filter(webhook::Column::OrganizationId.eq(&w.organization_id))
@@ -199,16 +207,22 @@ impl WebhookRepository for SeaRepository {
                 webhook::Column::UpdatedAt,
                 Expr::value(w.updated_at.as_micros()),
             )
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(db_err)?;
-        Ok(done.rows_affected == 1)
+        if done.rows_affected != 1 {
+            return Ok(false);
+        }
+        record_audit(&txn, &w.organization_id, audit).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     async fn webhook_delete(
         &self,
         organization_id: &str,
         webhook_id: &str,
+        audit: &AuditEntry,
     ) -> Result<Option<Webhook>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         let Some(found) = one(&txn, in_org(organization_id, webhook_id), webhook_from).await?
@@ -226,6 +240,7 @@ impl WebhookRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        record_audit(&txn, organization_id, audit).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(found))
     }
@@ -237,6 +252,7 @@ impl WebhookRepository for SeaRepository {
         secret_sealed: &str,
         previous_expires_at: Timestamp,
         now: Timestamp,
+        audit: &AuditEntry,
     ) -> Result<Option<Webhook>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         // The previous secret is the column's value in the same statement, so two concurrent
@@ -264,6 +280,7 @@ impl WebhookRepository for SeaRepository {
             return Ok(None);
         }
         let found = one(&txn, in_org(organization_id, webhook_id), webhook_from).await?;
+        record_audit(&txn, organization_id, audit).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(found)
     }
@@ -389,6 +406,7 @@ impl WebhookRepository for SeaRepository {
         delivery_id: &str,
         now: Timestamp,
         job: &NewJob,
+        audit: &AuditEntry,
     ) -> Result<Option<Delivery>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         let done = webhook_delivery::Entity::update_many()
@@ -409,6 +427,7 @@ impl WebhookRepository for SeaRepository {
             return Ok(None);
         }
         enqueue(&txn, job, now).await?;
+        record_audit(&txn, organization_id, audit).await?;
         let found = one(
             &txn,
             webhook_delivery::Entity::find_by_id(delivery_id.to_owned()),

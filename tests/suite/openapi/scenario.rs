@@ -63,6 +63,20 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
             201,
         )
         .await;
+    // A key narrowed to some permissions of its role.
+    let scoped = c
+        .expect(
+            M::POST,
+            "/api/api-keys",
+            Body::Json(json!({"name": "agent reader", "role": "user",
+                              "scopes": ["agents:read", "calls:read"]})),
+            201,
+        )
+        .await;
+    assert_eq!(
+        scoped["data"]["scopes"],
+        json!(["calls:read", "agents:read"])
+    );
     c.expect(M::GET, "/api/api-keys?limit=2", Body::None, 200)
         .await;
     steps::api_key_view_and_conditions(&c, str_of(&temp["data"], "key_id")).await;
@@ -525,6 +539,18 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+
+    // The audit log: every change above by a caller, for admins only.
+    c.expect(
+        M::GET,
+        "/api/audit-log?action=tool.create&limit=5",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(M::GET, "/api/audit-log?action=nonsense", Body::None, 400)
+        .await;
+    user.expect(M::GET, "/api/audit-log", Body::None, 403).await;
 
     // Webhook endpoints: the test and the retry schedule deliveries (202).
     let webhook = c

@@ -246,6 +246,7 @@ async fn a_test_that_fails_writes_neither_event_nor_delivery(ctx: &TestContext) 
         event_id: "evt_00000000000000aa".into(),
         event_type: EventType::WebhookTest,
         created_at: ctx.clock.peek(),
+        audit: None,
     }
     .with(&json!({"webhook_id": endpoint.webhook_id}))
     .unwrap();
