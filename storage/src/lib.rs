@@ -254,13 +254,21 @@ impl SeaRepository {
         txn.commit().await.map_err(failed)
     }
 
+    /// The direct reads of a SQLite file, while the pool is open: a closed repository (shut
+    /// down) reads nothing, whichever way.
+    pub(crate) fn direct(&self) -> Option<&DirectReads> {
+        self.direct
+            .as_deref()
+            .filter(|_| !self.db.inner.get_sqlite_connection_pool().is_closed())
+    }
+
     /// The credential version ([`ApiKeyRepository::credential_version`]). On Postgres the
     /// first call starts the listener that keeps it in memory: after migrations, which create
     /// its table.
     ///
     /// [`ApiKeyRepository::credential_version`]: voiceplane_core::repo::ApiKeyRepository::credential_version
     async fn credential_version_now(&self) -> Result<i64> {
-        if let Some(direct) = &self.direct {
+        if let Some(direct) = self.direct() {
             let read = Statement::from_string(
                 DatabaseBackend::Sqlite,
                 "SELECT version FROM credential_version WHERE id = 1",

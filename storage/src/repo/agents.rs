@@ -244,7 +244,7 @@ impl AgentRepository for SeaRepository {
     }
 
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>> {
-        let Some(direct) = &self.direct else {
+        let Some(direct) = self.direct() else {
             return get(&self.db, organization_id, agent_id).await;
         };
         let agent = agent::Entity::find_by_id(agent_id.to_owned())

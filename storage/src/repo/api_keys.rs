@@ -71,7 +71,7 @@ impl ApiKeyRepository for SeaRepository {
 
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
         let select = api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash));
-        if let Some(direct) = &self.direct {
+        if let Some(direct) = self.direct() {
             return direct
                 .one(&select.build(DbBackend::Sqlite), direct::api_key_row)?
                 .map(api_key_from)

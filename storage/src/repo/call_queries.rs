@@ -230,7 +230,7 @@ impl CallQueryRepository for SeaRepository {
     ) -> Result<Vec<Call>> {
         let backend = self.db.get_database_backend();
         let statement = list_statement(backend, organization_id, query, page);
-        if let Some(direct) = &self.direct {
+        if let Some(direct) = self.direct() {
             return direct
                 .all(&statement, crate::direct::call_row)?
                 .into_iter()
