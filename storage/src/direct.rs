@@ -101,29 +101,67 @@ impl DirectReads {
         result
     }
 
-    /// Every row `statement` (built for SQLite) returns, decoded by `decode`.
-    pub(crate) fn all<T>(
-        &self,
-        statement: &Statement,
-        decode: fn(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> Result<Vec<T>> {
+    /// Every row `statement` (built for SQLite) returns, decoded by `decoder`.
+    pub(crate) fn all<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Vec<T>> {
         debug_assert_eq!(statement.db_backend, DbBackend::Sqlite);
         let params = values(statement)?;
         self.with(|conn| {
             let mut prepared = conn.prepare_cached(&statement.sql)?;
-            let rows = prepared.query_map(rusqlite::params_from_iter(params), decode)?;
+            // Columns are found by name once per statement, not once per row and field.
+            let at = decoder
+                .names
+                .iter()
+                .map(|name| prepared.column_index(name))
+                .collect::<rusqlite::Result<Vec<usize>>>()?;
+            let rows = prepared.query_map(rusqlite::params_from_iter(params), |row| {
+                (decoder.build)(&mut Fields {
+                    row,
+                    at: &at,
+                    next: 0,
+                })
+            })?;
             rows.collect()
         })
     }
 
-    /// The first row `statement` returns, decoded by `decode`.
-    pub(crate) fn one<T>(
-        &self,
-        statement: &Statement,
-        decode: fn(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> Result<Option<T>> {
-        Ok(self.all(statement, decode)?.into_iter().next())
+    /// The first row `statement` returns, decoded by `decoder`.
+    pub(crate) fn one<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Option<T>> {
+        Ok(self.all(statement, decoder)?.into_iter().next())
     }
+}
+
+/// How rows of one shape are read: the columns by name, and a constructor that takes their
+/// values in that order ([`decoder!`] writes both from one list, so they cannot disagree).
+pub(crate) struct Decoder<T> {
+    names: &'static [&'static str],
+    build: fn(&mut Fields<'_, '_>) -> rusqlite::Result<T>,
+}
+
+/// The values of one row, in the order of a [`Decoder`]'s names.
+pub(crate) struct Fields<'r, 's> {
+    row: &'r Row<'s>,
+    at: &'r [usize],
+    next: usize,
+}
+
+impl Fields<'_, '_> {
+    fn next<V: rusqlite::types::FromSql>(&mut self) -> rusqlite::Result<V> {
+        let index = self.at[self.next];
+        self.next += 1;
+        self.row.get(index)
+    }
+}
+
+/// A [`Decoder`] of `$module::$model` reading each listed field from the column of its name; struct
+/// expressions evaluate their fields in the order written, which is the names' order, and the
+/// compiler insists on every field of the model.
+macro_rules! decoder {
+    ($module:ident :: $model:ident { $($field:ident),* $(,)? }) => {
+        Decoder {
+            names: &[$(stringify!($field)),*],
+            build: |f| Ok($module::$model { $($field: f.next()?),* }),
+        }
+    };
 }
 
 /// The statement's values as SQLite values.
@@ -170,96 +208,89 @@ fn values(statement: &Statement) -> Result<Vec<Lite>> {
         .collect()
 }
 
-/// The single integer of a row.
-pub(crate) fn integer(row: &Row<'_>) -> rusqlite::Result<i64> {
-    row.get(0)
-}
+/// The single integer `version` of the credential version row.
+pub(crate) static VERSION: Decoder<i64> = Decoder {
+    names: &["version"],
+    build: |f| f.next(),
+};
 
-pub(crate) fn api_key_row(r: &Row<'_>) -> rusqlite::Result<api_key::Model> {
-    Ok(api_key::Model {
-        key_id: r.get("key_id")?,
-        organization_id: r.get("organization_id")?,
-        user_id: r.get("user_id")?,
-        name: r.get("name")?,
-        role: r.get("role")?,
-        prefix: r.get("prefix")?,
-        secret_hash: r.get("secret_hash")?,
-        status: r.get("status")?,
-        created_at: r.get("created_at")?,
-        last_used_at: r.get("last_used_at")?,
-        expires_at: r.get("expires_at")?,
-        revoked_at: r.get("revoked_at")?,
-        scopes: r.get("scopes")?,
-    })
-}
+pub(crate) static API_KEY: Decoder<api_key::Model> = decoder!(api_key::Model {
+    key_id,
+    organization_id,
+    user_id,
+    name,
+    role,
+    prefix,
+    secret_hash,
+    status,
+    created_at,
+    last_used_at,
+    expires_at,
+    revoked_at,
+    scopes,
+});
 
-pub(crate) fn agent_row(r: &Row<'_>) -> rusqlite::Result<agent::Model> {
-    Ok(agent::Model {
-        agent_id: r.get("agent_id")?,
-        organization_id: r.get("organization_id")?,
-        agent_name: r.get("agent_name")?,
-        language: r.get("language")?,
-        stt_provider: r.get("stt_provider")?,
-        tts_provider: r.get("tts_provider")?,
-        tts_voice: r.get("tts_voice")?,
-        llm_provider: r.get("llm_provider")?,
-        llm_model: r.get("llm_model")?,
-        system_prompt: r.get("system_prompt")?,
-        speak_first: r.get("speak_first")?,
-        end_call_tool: r.get("end_call_tool")?,
-        llm_temperature: r.get("llm_temperature")?,
-        recording_enabled: r.get("recording_enabled")?,
-        voicemail_detection: r.get("voicemail_detection")?,
-        voicemail_response_delay: r.get("voicemail_response_delay")?,
-        custom_tools: r.get("custom_tools")?,
-        kb_document_ids: r.get("kb_document_ids")?,
-        created_at: r.get("created_at")?,
-        updated_at: r.get("updated_at")?,
-    })
-}
+pub(crate) static AGENT: Decoder<agent::Model> = decoder!(agent::Model {
+    agent_id,
+    organization_id,
+    agent_name,
+    language,
+    stt_provider,
+    tts_provider,
+    tts_voice,
+    llm_provider,
+    llm_model,
+    system_prompt,
+    speak_first,
+    end_call_tool,
+    llm_temperature,
+    recording_enabled,
+    voicemail_detection,
+    voicemail_response_delay,
+    custom_tools,
+    kb_document_ids,
+    created_at,
+    updated_at,
+});
 
-pub(crate) fn phone_number_row(r: &Row<'_>) -> rusqlite::Result<phone_number::Model> {
-    Ok(phone_number::Model {
-        phone_number_id: r.get("phone_number_id")?,
-        organization_id: r.get("organization_id")?,
-        phone_number: r.get("phone_number")?,
-        provider: r.get("provider")?,
-        status: r.get("status")?,
-        supports_inbound: r.get("supports_inbound")?,
-        supports_outbound: r.get("supports_outbound")?,
-        assigned_agent_id: r.get("assigned_agent_id")?,
-        integration_id: r.get("integration_id")?,
-        created_at: r.get("created_at")?,
-        updated_at: r.get("updated_at")?,
-    })
-}
+pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_number::Model {
+    phone_number_id,
+    organization_id,
+    phone_number,
+    provider,
+    status,
+    supports_inbound,
+    supports_outbound,
+    assigned_agent_id,
+    integration_id,
+    created_at,
+    updated_at,
+});
 
-pub(crate) fn call_row(r: &Row<'_>) -> rusqlite::Result<call::Model> {
-    Ok(call::Model {
-        call_sid: r.get("call_sid")?,
-        organization_id: r.get("organization_id")?,
-        agent_id: r.get("agent_id")?,
-        agent_name: r.get("agent_name")?,
-        to_number: r.get("to_number")?,
-        from_number: r.get("from_number")?,
-        call_type: r.get("call_type")?,
-        status: r.get("status")?,
-        recording_enabled: r.get("recording_enabled")?,
-        total_cost: r.get("total_cost")?,
-        duration_seconds: r.get("duration_seconds")?,
-        turn_count: r.get("turn_count")?,
-        start_time: r.get("start_time")?,
-        end_time: r.get("end_time")?,
-        end_reason: r.get("end_reason")?,
-        billing_status: r.get("billing_status")?,
-        created_at: r.get("created_at")?,
-        updated_at: r.get("updated_at")?,
-        recording_key: r.get("recording_key")?,
-        recording_content_type: r.get("recording_content_type")?,
-        recording_size: r.get("recording_size")?,
-        message_seq: r.get("message_seq")?,
-    })
-}
+pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
+    call_sid,
+    organization_id,
+    agent_id,
+    agent_name,
+    to_number,
+    from_number,
+    call_type,
+    status,
+    recording_enabled,
+    total_cost,
+    duration_seconds,
+    turn_count,
+    start_time,
+    end_time,
+    end_reason,
+    billing_status,
+    created_at,
+    updated_at,
+    recording_key,
+    recording_content_type,
+    recording_size,
+    message_seq,
+});
 
 #[cfg(test)]
 mod tests {

@@ -273,7 +273,7 @@ impl SeaRepository {
                 DatabaseBackend::Sqlite,
                 "SELECT version FROM credential_version WHERE id = 1",
             );
-            return direct.one(&read, direct::integer)?.ok_or_else(|| {
+            return direct.one(&read, &direct::VERSION)?.ok_or_else(|| {
                 Error::Internal("the credential_version row is missing".to_owned())
             });
         }

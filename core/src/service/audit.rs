@@ -5,24 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
+use super::jobs::{Expiring, RetentionSweep};
 use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
+use crate::jobs::{JobHandler, NewJob};
 use crate::model::{AuditEntry, AuditFilter};
 use crate::page::{Page, PageParams, PageQuery};
-use crate::repo::Repository;
 use crate::role::Permission;
-use crate::time::Clock;
 
 /// The kind of the recurring job that deletes audit entries older than the retention period.
 pub const AUDIT_SWEEP: &str = "audit.sweep";
-
-/// Entries deleted per statement by the sweep.
-const SWEEP_BATCH: u64 = 1000;
 
 /// Checks the filters of the list: each names something of the right shape, so a typo is a
 /// 400 rather than an empty page.
@@ -89,37 +83,6 @@ fn checked(filter: &AuditFilter) -> Result<AuditFilter> {
     Ok(filter)
 }
 
-/// Deletes expired audit entries in batches, then asks to run again after `interval`.
-struct AuditSweep {
-    repo: Arc<dyn Repository>,
-    clock: Arc<dyn Clock>,
-    retention: Duration,
-    interval: Duration,
-}
-
-#[async_trait]
-impl JobHandler for AuditSweep {
-    async fn run(&self, _job: &Job) -> std::result::Result<Done, JobError> {
-        let now = self.clock.now();
-        let cutoff = now.add_seconds(-i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX));
-        let mut deleted = 0u64;
-        loop {
-            let n = self
-                .repo
-                .audit_delete_older_than(cutoff, SWEEP_BATCH)
-                .await?;
-            deleted += n;
-            if n < SWEEP_BATCH {
-                break;
-            }
-        }
-        if deleted > 0 {
-            tracing::info!(deleted, "expired audit entries deleted");
-        }
-        Ok(Done::RunAgainAt(now.plus(self.interval)))
-    }
-}
-
 impl Service {
     /// The organization's audit log, newest first, filtered; a cursor continues only the
     /// filters it was issued for.
@@ -150,9 +113,10 @@ impl Service {
 
     /// The handler of [`AUDIT_SWEEP`], run as often as the events sweep.
     pub(super) fn audit_sweep_handler(&self) -> Arc<dyn JobHandler> {
-        Arc::new(AuditSweep {
+        Arc::new(RetentionSweep {
             repo: self.repo.clone(),
             clock: self.clock.clone(),
+            expiring: Expiring::AuditEntries,
             retention: self.audit_retention,
             interval: self.sweep_interval,
         })

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Service;
+use super::jobs::SWEEP_BATCH;
 use crate::error::Result;
 use crate::idempotency::{
     Claim, IDEMPOTENCY_LEASE, IDEMPOTENCY_SWEEP, IDEMPOTENCY_TTL, NewIdempotencyKey, StoredResponse,
@@ -15,9 +16,6 @@ use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 
 /// How often the sweep runs.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// Keys deleted per statement by the sweep.
-const SWEEP_BATCH: u64 = 1000;
 
 impl Service {
     /// Claims `key` in `scope` for a request with `fingerprint`: the key's first use claims it;

@@ -21,34 +21,53 @@ pub const EVENTS_SWEEP: &str = "events.sweep";
 
 /// Events deleted per statement by the sweep: small enough that no delete holds its locks
 /// for long, whatever the backlog.
-const SWEEP_BATCH: u64 = 1000;
+pub(super) const SWEEP_BATCH: u64 = 1000;
 
-/// Deletes expired events in batches, then asks to run again after `interval`.
-struct EventsSweep {
-    repo: Arc<dyn Repository>,
-    clock: Arc<dyn Clock>,
-    retention: Duration,
-    interval: Duration,
+/// What a [`RetentionSweep`] deletes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Expiring {
+    /// Events past `events.retention_days`.
+    Events,
+    /// Audit entries past `audit.retention_days`.
+    AuditEntries,
+}
+
+/// Deletes the rows of one kind older than `retention`, in batches of [`SWEEP_BATCH`] so that
+/// no delete holds its locks for long, then asks to run again after `interval`.
+pub(super) struct RetentionSweep {
+    pub(super) repo: Arc<dyn Repository>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) expiring: Expiring,
+    pub(super) retention: Duration,
+    pub(super) interval: Duration,
 }
 
 #[async_trait]
-impl JobHandler for EventsSweep {
+impl JobHandler for RetentionSweep {
     async fn run(&self, _job: &Job) -> std::result::Result<Done, JobError> {
         let now = self.clock.now();
         let cutoff = now.add_seconds(-i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX));
         let mut deleted = 0u64;
         loop {
-            let n = self
-                .repo
-                .event_delete_older_than(cutoff, SWEEP_BATCH)
-                .await?;
+            let n = match self.expiring {
+                Expiring::Events => {
+                    self.repo
+                        .event_delete_older_than(cutoff, SWEEP_BATCH)
+                        .await?
+                }
+                Expiring::AuditEntries => {
+                    self.repo
+                        .audit_delete_older_than(cutoff, SWEEP_BATCH)
+                        .await?
+                }
+            };
             deleted += n;
             if n < SWEEP_BATCH {
                 break;
             }
         }
         if deleted > 0 {
-            tracing::info!(deleted, "expired events deleted");
+            tracing::info!(deleted, expiring = ?self.expiring, "expired rows deleted");
         }
         Ok(Done::RunAgainAt(now.plus(self.interval)))
     }
@@ -62,9 +81,10 @@ impl Service {
         let runner = JobRunner::new(repo, self.clock.clone(), self.jobs.clone(), config)
             .with_handler(
                 EVENTS_SWEEP,
-                Arc::new(EventsSweep {
+                Arc::new(RetentionSweep {
                     repo: self.repo.clone(),
                     clock: self.clock.clone(),
+                    expiring: Expiring::Events,
                     retention: self.event_retention,
                     interval: self.sweep_interval,
                 }),

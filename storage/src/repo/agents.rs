@@ -250,13 +250,13 @@ impl AgentRepository for SeaRepository {
         let agent = agent::Entity::find_by_id(agent_id.to_owned())
             .filter(agent::Column::OrganizationId.eq(organization_id))
             .build(DbBackend::Sqlite);
-        let Some(agent) = direct.one(&agent, direct::agent_row)? else {
+        let Some(agent) = direct.one(&agent, &direct::AGENT)? else {
             return Ok(None);
         };
         let numbers = phone_number::Entity::find()
             .filter(phone_number::Column::AssignedAgentId.eq(agent_id))
             .build(DbBackend::Sqlite);
-        agent_from(agent, direct.all(&numbers, direct::phone_number_row)?).map(Some)
+        agent_from(agent, direct.all(&numbers, &direct::PHONE_NUMBER)?).map(Some)
     }
 
     async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>> {

@@ -73,7 +73,7 @@ impl ApiKeyRepository for SeaRepository {
         let select = api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash));
         if let Some(direct) = self.direct() {
             return direct
-                .one(&select.build(DbBackend::Sqlite), direct::api_key_row)?
+                .one(&select.build(DbBackend::Sqlite), &direct::API_KEY)?
                 .map(api_key_from)
                 .transpose();
         }

@@ -232,7 +232,7 @@ impl CallQueryRepository for SeaRepository {
         let statement = list_statement(backend, organization_id, query, page);
         if let Some(direct) = self.direct() {
             return direct
-                .all(&statement, crate::direct::call_row)?
+                .all(&statement, &crate::direct::CALL)?
                 .into_iter()
                 .map(call_from)
                 .collect();
