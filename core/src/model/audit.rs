@@ -122,10 +122,7 @@ pub struct AuditEntry {
     pub resource_id: String,
     /// The fields that changed, each as `[old, new]` (`null` before a create and after a
     /// delete). A secret's value is never recorded: it shows as `"[redacted]"`.
-    #[cfg_attr(
-        feature = "openapi",
-        schemars(with = "std::collections::BTreeMap<String, Vec<serde_json::Value>>")
-    )]
+    #[cfg_attr(feature = "openapi", schemars(schema_with = "changes_schema"))]
     pub changes: Map<String, Value>,
     /// The `X-Request-Id` of the request that made the change.
     pub request_id: Option<String>,
@@ -133,6 +130,17 @@ pub struct AuditEntry {
     pub ip: Option<String>,
     /// When the change was made.
     pub created_at: Timestamp,
+}
+
+/// `changes` as an object of arrays of any values. Written out because schemars says "any
+/// value" with the boolean schema `true`, which OpenAPI client generators (openapi-python-client)
+/// refuse as `items`; `{}` says the same.
+#[cfg(feature = "openapi")]
+fn changes_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {}},
+    })
 }
 
 /// How an entry's `changes` are read from the resource the event carries.
