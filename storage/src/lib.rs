@@ -269,13 +269,11 @@ impl SeaRepository {
     /// [`ApiKeyRepository::credential_version`]: voiceplane_core::repo::ApiKeyRepository::credential_version
     async fn credential_version_now(&self) -> Result<i64> {
         if let Some(direct) = self.direct() {
-            let read = Statement::from_string(
-                DatabaseBackend::Sqlite,
-                "SELECT version FROM credential_version WHERE id = 1",
-            );
-            return direct.one(&read, &direct::VERSION)?.ok_or_else(|| {
-                Error::Internal("the credential_version row is missing".to_owned())
-            });
+            let read =
+                Statement::from_string(DatabaseBackend::Sqlite, repo::credentials::READ_VERSION);
+            return direct
+                .one(&read, &direct::VERSION)?
+                .ok_or_else(repo::credentials::missing_row);
         }
         if self.db.get_database_backend() == DatabaseBackend::Postgres {
             self.listening.get_or_init(|| {

@@ -31,6 +31,14 @@ use crate::convert::db_err;
 /// The channel revocations are announced on (Postgres).
 const CHANNEL: &str = "voiceplane_credentials";
 
+/// The statement that reads the version, whichever way it is run.
+pub(crate) const READ_VERSION: &str = "SELECT version FROM credential_version WHERE id = 1";
+
+/// The error of a database whose `credential_version` row is gone.
+pub(crate) fn missing_row() -> Error {
+    Error::Internal("the credential_version row is missing".to_owned())
+}
+
 /// How often a listening instance reads the version anyway.
 const BACKSTOP: Duration = Duration::from_secs(30);
 
@@ -82,7 +90,7 @@ impl CredentialFeed {
             ))
             .await
             .map_err(db_err)?
-            .ok_or_else(|| Error::Internal("the credential_version row is missing".to_owned()))?;
+            .ok_or_else(missing_row)?;
         let version: i64 = row.try_get_by_index(0).map_err(db_err)?;
         if backend == DatabaseBackend::Postgres {
             txn.execute_raw(Statement::from_sql_and_values(
@@ -106,11 +114,11 @@ async fn read<C: ConnectionTrait>(db: &C) -> Result<i64> {
     let row = db
         .query_one_raw(Statement::from_string(
             db.get_database_backend(),
-            "SELECT version FROM credential_version WHERE id = 1",
+            READ_VERSION,
         ))
         .await
         .map_err(db_err)?
-        .ok_or_else(|| Error::Internal("the credential_version row is missing".to_owned()))?;
+        .ok_or_else(missing_row)?;
     row.try_get_by_index(0).map_err(db_err)
 }
 
