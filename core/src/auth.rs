@@ -1,7 +1,6 @@
 //! Credentials: API key secrets, JWT verification, and the authenticated [`Actor`].
 
 mod jwks;
-mod keys;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +14,6 @@ use crate::error::{Error, Result};
 use crate::role::{Permission, Role};
 
 pub use jwks::{JwksSettings, JwksSource};
-pub(crate) use keys::KeyCache;
 
 /// Prefix of every API key secret.
 pub const API_KEY_SECRET_PREFIX: &str = "vpk_";

@@ -28,6 +28,7 @@
 
 pub mod auth;
 pub mod blob;
+pub mod cache;
 pub mod crypto;
 pub mod error;
 pub mod idempotency;

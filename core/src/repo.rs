@@ -159,14 +159,6 @@ pub trait ApiKeyRepository: Send + Sync {
     async fn api_key_insert(&self, key: &ApiKey, secret_hash: &str, event: &Event) -> Result<()>;
     /// The key whose secret hashes to `secret_hash`, in any organization.
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>>;
-    /// A number that every revocation of a key ([`api_key_revoke`], and the keys of a removed
-    /// member) raises in its own transaction, by any instance on the database: while it stays
-    /// the same, no key has been revoked. Asked on every authenticated request, so it should
-    /// be cheap (answered from memory where the database announces revocations), and never
-    /// behind a revocation that had committed when it was asked.
-    ///
-    /// [`api_key_revoke`]: ApiKeyRepository::api_key_revoke
-    async fn credential_version(&self) -> Result<i64>;
     /// Sets `last_used_at = now` unless it is already later than `not_before`; the condition
     /// keeps the write rate at one per key per interval.
     async fn api_key_touch(
@@ -670,6 +662,7 @@ pub trait TranscriptRepository: Send + Sync {
 /// The whole storage interface the [`Service`](crate::Service) uses.
 pub trait Repository:
     HealthRepository
+    + crate::cache::ChangeRepository
     + OrganizationRepository
     + ApiKeyRepository
     + CallRepository
@@ -694,6 +687,7 @@ pub trait Repository:
 
 impl<T> Repository for T where
     T: HealthRepository
+        + crate::cache::ChangeRepository
         + OrganizationRepository
         + ApiKeyRepository
         + CallRepository

@@ -22,6 +22,7 @@ use std::time::Duration;
 use rusqlite::types::Value as Lite;
 use rusqlite::{Connection, OpenFlags, Row};
 use sea_orm::{DbBackend, Statement, Value};
+use voiceplane_core::cache::ChangeVersions;
 use voiceplane_core::{Error, Result};
 
 use crate::entity::{agent, api_key, call, phone_number};
@@ -208,10 +209,15 @@ fn values(statement: &Statement) -> Result<Vec<Lite>> {
         .collect()
 }
 
-/// The single integer `version` of the credential version row.
-pub(crate) static VERSION: Decoder<i64> = Decoder {
-    names: &["version"],
-    build: |f| f.next(),
+/// The numbers of the change version row.
+pub(crate) static VERSIONS: Decoder<ChangeVersions> = Decoder {
+    names: &["credentials", "agents"],
+    build: |f| {
+        Ok(ChangeVersions {
+            credentials: f.next()?,
+            agents: f.next()?,
+        })
+    },
 };
 
 pub(crate) static API_KEY: Decoder<api_key::Model> = decoder!(api_key::Model {

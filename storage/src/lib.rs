@@ -100,13 +100,13 @@ pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 pub use monitor::{JobCounts, PoolStatus};
 pub use repo::call_queries;
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection, Statement,
+    ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,
 };
 
 use crate::direct::DirectReads;
 use crate::pool::Db;
-use crate::repo::credentials::CredentialFeed;
+use crate::repo::changes::ChangeFeed;
 use sea_orm_migration::MigratorTrait;
 use std::sync::Arc;
 
@@ -117,9 +117,9 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct SeaRepository {
     db: Db,
-    /// What this instance knows of the credential version (`repo/credentials.rs`).
-    credentials: Arc<CredentialFeed>,
-    /// Whether the Postgres listener of `credentials` has been started.
+    /// What this instance knows of the change versions (`repo/changes.rs`).
+    changes: Arc<ChangeFeed>,
+    /// Whether the Postgres listener of `changes` has been started.
     listening: Arc<std::sync::OnceLock<()>>,
     /// The hot reads of a SQLite file, on the calling thread (`direct.rs`).
     direct: Option<Arc<DirectReads>>,
@@ -209,14 +209,14 @@ impl SeaRepository {
                     .map_err(convert::db_err)?;
             }
         }
-        let credentials = if is_memory {
-            CredentialFeed::exclusive()
+        let changes = if is_memory {
+            ChangeFeed::exclusive()
         } else {
-            CredentialFeed::default()
+            ChangeFeed::default()
         };
         Ok(Self {
             db: Db::new(db, options.acquire_timeout),
-            credentials: Arc::new(credentials),
+            changes: Arc::new(changes),
             listening: Arc::default(),
             direct: direct::sqlite_file(url).map(|path| Arc::new(DirectReads::new(path))),
         })
@@ -262,25 +262,10 @@ impl SeaRepository {
             .filter(|_| !self.db.inner.get_sqlite_connection_pool().is_closed())
     }
 
-    /// The credential version ([`ApiKeyRepository::credential_version`]). On Postgres the
-    /// first call starts the listener that keeps it in memory: after migrations, which create
-    /// its table.
-    ///
-    /// [`ApiKeyRepository::credential_version`]: voiceplane_core::repo::ApiKeyRepository::credential_version
-    async fn credential_version_now(&self) -> Result<i64> {
-        if let Some(direct) = self.direct() {
-            let read =
-                Statement::from_string(DatabaseBackend::Sqlite, repo::credentials::READ_VERSION);
-            return direct
-                .one(&read, &direct::VERSION)?
-                .ok_or_else(repo::credentials::missing_row);
-        }
-        if self.db.get_database_backend() == DatabaseBackend::Postgres {
-            self.listening.get_or_init(|| {
-                repo::credentials::listen(self.db.inner.clone(), &self.credentials);
-            });
-        }
-        self.credentials.current(&self.db).await
+    /// Catches up with a change to agents or phone numbers this instance has just committed
+    /// (see `repo/changes.rs`).
+    pub(crate) async fn agents_changed(&self) {
+        self.changes.after_change(&self.db).await;
     }
 
     /// The underlying connection, for callers that need raw access (tests, tooling).

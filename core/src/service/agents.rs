@@ -1,5 +1,7 @@
 //! Agents.
 
+use std::sync::Arc;
+
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
@@ -121,10 +123,19 @@ impl Service {
     pub async fn agent_view(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
-        self.repo
+        let version = self.repo.change_versions().await?.agents;
+        if let Some(agent) = self.agents.get(&id, version) {
+            if agent.organization_id == actor.organization_id {
+                return Ok(Agent::clone(&agent));
+            }
+        }
+        let agent = self
+            .repo
             .agent_get(&actor.organization_id, &id)
             .await?
-            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
+            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
+        self.agents.put(&id, Arc::new(agent.clone()), version);
+        Ok(agent)
     }
 
     /// The organization's agents, newest first.

@@ -144,7 +144,7 @@ impl Service {
                 )
                 .await,
         )?;
-        self.keys.forget(org, |k| k.key_id == key_id);
+        self.keys.forget(|k| k.key_id == key_id);
         let key = self
             .repo
             .api_key_get(org, &key_id)

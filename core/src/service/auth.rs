@@ -7,7 +7,7 @@ use super::Service;
 use crate::auth::{Actor, Credentials, Principal, UserClaims, hash_secret, is_well_formed_secret};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{ApiKeyStatus, MemberStatus};
+use crate::model::{ApiKey, ApiKeyStatus, MemberStatus};
 
 /// A key's `last_used_at` and a user's `last_login` are written at most once per this many
 /// seconds each.
@@ -58,7 +58,7 @@ impl Service {
         let hash = hash_secret(secret);
         // The version first: a revocation committed after this read leaves a key read below
         // cached under the older version, so the next request reads it again.
-        let version = self.repo.credential_version().await?;
+        let version = self.repo.change_versions().await?.credentials;
         let key = match self.keys.get(&hash, version) {
             Some(key) => key,
             None => {
@@ -95,7 +95,10 @@ impl Service {
                 .api_key_touch(&key.key_id, now, now.add_seconds(-TOUCH_INTERVAL_SECS))
                 .await
             {
-                Ok(()) => self.keys.touched(&hash, now),
+                Ok(()) => self.keys.update(&hash, |key| ApiKey {
+                    last_used_at: Some(now),
+                    ..key.clone()
+                }),
                 Err(e) => {
                     tracing::warn!(key_id = %key.key_id, error = %e, "could not record API key use");
                 }

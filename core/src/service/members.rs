@@ -280,7 +280,7 @@ impl Service {
                 .await,
         )?;
         self.keys
-            .forget(&actor.organization_id, |k| k.user_id == member.user_id);
+            .forget(|k| k.organization_id == actor.organization_id && k.user_id == member.user_id);
         Ok(Outcome::new(
             member,
             "member removed; the API keys they created here are revoked",

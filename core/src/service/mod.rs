@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::auth::{Actor, JwtVerifier};
 use crate::blob::BlobStore;
+use crate::cache::VersionedCache;
 use crate::crypto::CredentialCipher;
 use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
@@ -82,8 +83,10 @@ pub struct Service {
     knowledge: knowledge::Knowledge,
     /// How long parsing one document may take.
     knowledge_timeout: std::time::Duration,
-    /// The API keys this instance has read (shared by clones).
-    keys: Arc<crate::auth::KeyCache>,
+    /// The API keys this instance has read, by the hash of their secret (shared by clones).
+    keys: Arc<VersionedCache<crate::model::ApiKey>>,
+    /// The agents this instance has read, by id (shared by clones).
+    agents: Arc<VersionedCache<crate::model::Agent>>,
 }
 
 /// How the service delivers webhooks.
@@ -161,7 +164,9 @@ impl Service {
             },
             knowledge: knowledge::Knowledge::default(),
             knowledge_timeout: std::time::Duration::from_secs(60),
-            keys: Arc::default(),
+            keys: Arc::new(VersionedCache::new(10_000)),
+            // Agents carry their prompts, so fewer of them.
+            agents: Arc::new(VersionedCache::new(2_000)),
         }
     }
 

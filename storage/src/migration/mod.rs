@@ -12,6 +12,7 @@ mod m0008_calls_as_data;
 mod m0010_idempotency;
 mod m0011_access;
 mod m0012_credential_version;
+mod m0013_change_version;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0010_idempotency::M0010Idempotency),
             Box::new(m0011_access::M0011Access),
             Box::new(m0012_credential_version::M0012CredentialVersion),
+            Box::new(m0013_change_version::M0013ChangeVersion),
         ]
     }
 }

@@ -240,7 +240,9 @@ impl AgentRepository for SeaRepository {
             .map_err(db_err)?;
         assign_numbers(&txn, a).await?;
         record_event(&txn, &a.organization_id, event).await?;
-        txn.commit().await.map_err(db_err)
+        txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
+        Ok(())
     }
 
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>> {
@@ -321,7 +323,9 @@ impl AgentRepository for SeaRepository {
         if let Some(updated) = get(&txn, &a.organization_id, &a.agent_id).await? {
             record_event(&txn, &a.organization_id, &event.with(&updated)?).await?;
         }
-        txn.commit().await.map_err(db_err)
+        txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
+        Ok(())
     }
 
     async fn agent_delete(
@@ -343,6 +347,7 @@ impl AgentRepository for SeaRepository {
             .map_err(db_err)?;
         record_event(&txn, organization_id, &event.with(&agent)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(Some(agent))
     }
 }

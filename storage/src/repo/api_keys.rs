@@ -12,7 +12,7 @@ use voiceplane_core::repo::ApiKeyRepository;
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::credentials::CredentialFeed;
+use super::changes::ChangeFeed;
 use super::{all, keyset, one, record_event, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts, ts_opt};
@@ -78,10 +78,6 @@ impl ApiKeyRepository for SeaRepository {
                 .transpose();
         }
         one(&self.db, select, api_key_from).await
-    }
-
-    async fn credential_version(&self) -> Result<i64> {
-        self.credential_version_now().await
     }
 
     async fn api_key_touch(
@@ -159,9 +155,9 @@ impl ApiKeyRepository for SeaRepository {
         .await?
         .ok_or_else(|| Error::Internal("revoked key vanished".to_owned()))?;
         record_event(&txn, organization_id, &event.with(&key)?).await?;
-        let version = CredentialFeed::raise(&txn).await?;
+        let versions = ChangeFeed::raise_credentials(&txn).await?;
         txn.commit().await.map_err(db_err)?;
-        self.credentials.committed(version);
+        self.changes.committed(versions).await;
         Ok(true)
     }
 }

@@ -158,6 +158,7 @@ impl DocumentRepository for SeaRepository {
         agents::remove_reference(&txn, organization_id, agents::Refs::Documents, id).await?;
         record_event(&txn, organization_id, &event.with(&doc)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(Some(doc))
     }
 

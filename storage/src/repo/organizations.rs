@@ -17,7 +17,7 @@ use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
 use super::api_keys::api_key_row;
-use super::credentials::CredentialFeed;
+use super::changes::ChangeFeed;
 use super::{all, lock_org, one, record_event, touch};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts, ts_opt};
@@ -459,9 +459,9 @@ impl OrganizationRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         record_event(&txn, organization_id, &event.with(&member)?).await?;
-        let version = CredentialFeed::raise(&txn).await?;
+        let versions = ChangeFeed::raise_credentials(&txn).await?;
         txn.commit().await.map_err(db_err)?;
-        self.credentials.committed(version);
+        self.changes.committed(versions).await;
         Ok(member)
     }
 }

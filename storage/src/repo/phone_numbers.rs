@@ -100,7 +100,9 @@ impl PhoneNumberRepository for SeaRepository {
             .await
             .map_err(|e| write_err(e, n))?;
         record_event(&txn, &n.organization_id, event).await?;
-        txn.commit().await.map_err(db_err)
+        txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
+        Ok(())
     }
 
     async fn phone_number_get(
@@ -151,7 +153,9 @@ impl PhoneNumberRepository for SeaRepository {
             .await
             .map_err(|e| write_err(e, n))?;
         record_if_changed(&txn, &n.organization_id, event, result.rows_affected).await?;
-        txn.commit().await.map_err(db_err)
+        txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
+        Ok(())
     }
 
     async fn phone_number_delete(
@@ -182,6 +186,7 @@ impl PhoneNumberRepository for SeaRepository {
         }
         record_event(&txn, organization_id, &event.with(&number)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(Some(number))
     }
 }

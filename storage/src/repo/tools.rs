@@ -127,6 +127,7 @@ impl ToolRepository for SeaRepository {
         agents::remove_reference(&txn, organization_id, agents::Refs::Tools, tool_id).await?;
         record_event(&txn, organization_id, &event.with(&tool)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(Some(tool))
     }
 }
