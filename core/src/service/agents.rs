@@ -124,10 +124,12 @@ impl Service {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
         let version = self.repo.change_versions().await?.agents;
-        if let Some(agent) = self.agents.get(&id, version) {
-            if agent.organization_id == actor.organization_id {
-                return Ok(Agent::clone(&agent));
-            }
+        if let Some(agent) = self
+            .agents
+            .get(&id, version)
+            .filter(|a| a.organization_id == actor.organization_id)
+        {
+            return Ok(Agent::clone(&agent));
         }
         let agent = self
             .repo
