@@ -62,7 +62,8 @@ async fn served_by(request: Request, next: Next) -> Response {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    voiceplane_bin::init_tracing();
+    // Held to the end of `main`: dropping it writes out the last lines.
+    let _log = voiceplane_bin::init_tracing();
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

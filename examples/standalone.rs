@@ -38,7 +38,8 @@ async fn run() -> Result<(), Error> {
     }
     let config = loaded.config;
     // Only a program installs a log subscriber; the libraries just emit through `tracing`.
-    voiceplane_bin::init_tracing_as(config.log.format);
+    // Held to the end of `run`: dropping it writes out the last lines.
+    let _log = voiceplane_bin::init_tracing_as(config.log.format);
 
     // 2. The service: opens and migrates the database, sets up JWT verification.
     let service = voiceplane_bin::build_service(&config).await?;

@@ -43,7 +43,7 @@ use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
 
 use crate::cli::{Cli, Command};
 use crate::config::{Config, ConfigError, StorageBackend};
-pub use crate::logging::{DEFAULT_LOG_FILTER, init_tracing, init_tracing_as};
+pub use crate::logging::{DEFAULT_LOG_FILTER, LogGuard, init_tracing, init_tracing_as};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -478,7 +478,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         Ok(loaded) => loaded,
         Err(e) => return report(&Error::Config(e)),
     };
-    init_tracing_as(loaded.config.log.format);
+    // Dropped when this returns, which writes out the last lines.
+    let _log = init_tracing_as(loaded.config.log.format);
     for warning in &loaded.warnings {
         warn!("{warning}");
     }
