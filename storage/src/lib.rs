@@ -209,14 +209,9 @@ impl SeaRepository {
                     .map_err(convert::db_err)?;
             }
         }
-        let changes = if is_memory {
-            ChangeFeed::exclusive()
-        } else {
-            ChangeFeed::default()
-        };
         Ok(Self {
             db: Db::new(db, options.acquire_timeout),
-            changes: Arc::new(changes),
+            changes: Arc::default(),
             listening: Arc::default(),
             direct: direct::sqlite_file(url).map(|path| Arc::new(DirectReads::new(path))),
         })

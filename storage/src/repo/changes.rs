@@ -13,8 +13,9 @@
 //!   request, and after each (re)connection it is read once before the memory is trusted
 //!   again; every 30 s it is read anyway, a backstop against a notification that never came.
 //! - **SQLite**: another process may share the file and has no way to notify, so the row is
-//!   read on every request, a primary-key read; an in-memory database has one connection in
-//!   one process, which learns every change itself.
+//!   read whenever the file has changed (see `direct.rs`). An in-memory database reads it on
+//!   every request: a write made past the repository (a test's raw `UPDATE`) is numbered by the
+//!   triggers alone, and only the row knows it.
 //!
 //! The instance that makes a change raises its own copy as soon as its transaction commits
 //! ([`ChangeFeed::committed`], or [`ChangeFeed::after_change`] for the changes the triggers
@@ -37,7 +38,6 @@ use voiceplane_core::{Error, Result};
 
 use crate::SeaRepository;
 use crate::convert::db_err;
-use crate::direct;
 
 /// The channel changes are announced on (Postgres), by the trigger of migration m0013.
 const CHANNEL: &str = "voiceplane_changes";
@@ -67,11 +67,8 @@ pub(crate) struct ChangeFeed {
     credentials: AtomicI64,
     agents: AtomicI64,
     /// Whether the numbers are kept current without asking: the Postgres listener is
-    /// listening and has read the row since it started, or the database is this process's
-    /// alone.
+    /// listening and has read the row since it started.
     live: AtomicBool,
-    /// The database is this process's alone: nobody else needs to hear of its changes.
-    exclusive: bool,
     /// The highest numbers the listener has heard (or read), for changes waiting on their echo.
     heard: watch::Sender<ChangeVersions>,
 }
@@ -82,23 +79,12 @@ impl Default for ChangeFeed {
             credentials: AtomicI64::default(),
             agents: AtomicI64::default(),
             live: AtomicBool::default(),
-            exclusive: false,
             heard: watch::Sender::new(ChangeVersions::default()),
         }
     }
 }
 
 impl ChangeFeed {
-    /// A feed for a database no other process can write: the memory is current as long as
-    /// this process records its own changes.
-    pub(crate) fn exclusive() -> Self {
-        Self {
-            live: AtomicBool::new(true),
-            exclusive: true,
-            ..Self::default()
-        }
-    }
-
     /// Numbers the listener heard in a notification or read from the row.
     fn heard(&self, versions: ChangeVersions) {
         self.seen(versions);
@@ -111,7 +97,7 @@ impl ChangeFeed {
     /// Waits until the listener has heard `versions` (see the module documentation). A
     /// listener that stays silent that long is not trusted until it reads the row again.
     async fn echoed(&self, versions: ChangeVersions) {
-        if self.exclusive || !self.live.load(Ordering::SeqCst) {
+        if !self.live.load(Ordering::SeqCst) {
             return;
         }
         let mut heard = self.heard.subscribe();
@@ -210,10 +196,7 @@ impl ChangeRepository for SeaRepository {
     /// listener that keeps the numbers in memory (after migrations, which create the row).
     async fn change_versions(&self) -> Result<ChangeVersions> {
         if let Some(direct) = self.direct() {
-            let read = Statement::from_string(DatabaseBackend::Sqlite, READ_VERSIONS);
-            return direct
-                .one(&read, &direct::VERSIONS)?
-                .ok_or_else(missing_row);
+            return direct.versions();
         }
         if self.db.get_database_backend() == DatabaseBackend::Postgres {
             self.listening.get_or_init(|| {
