@@ -46,33 +46,46 @@ pub trait ChangeRepository: Send + Sync {
 struct Entry<V> {
     value: Arc<V>,
     version: i64,
+    weight: usize,
 }
 
-/// Values by key, each trusted only at the version it was read at.
+struct Entries<V> {
+    map: HashMap<String, Entry<V>>,
+    /// The sum of the entries' weights.
+    weight: usize,
+}
+
+/// Values by key, each trusted only at the version it was read at, within a budget of weight
+/// (what `weigh` says a value costs: 1 per key; about its bytes for an agent, whose prompt can
+/// be long). A value that would overflow the budget empties the cache first, which only costs
+/// one read per entry; a value heavier than the whole budget is not kept.
 pub(crate) struct VersionedCache<V> {
-    entries: Mutex<HashMap<String, Entry<V>>>,
-    /// At most this many entries; a full cache starts again empty, which only costs one read
-    /// per entry.
-    capacity: usize,
+    entries: Mutex<Entries<V>>,
+    budget: usize,
+    weigh: fn(&V) -> usize,
 }
 
 impl<V> std::fmt::Debug for VersionedCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VersionedCache")
-            .field("capacity", &self.capacity)
+            .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
 }
 
 impl<V> VersionedCache<V> {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(budget: usize, weigh: fn(&V) -> usize) -> Self {
         Self {
-            entries: Mutex::default(),
-            capacity,
+            entries: Mutex::new(Entries {
+                map: HashMap::new(),
+                weight: 0,
+            }),
+            budget,
+            weigh,
         }
     }
 
-    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry<V>>> {
+    fn entries(&self) -> MutexGuard<'_, Entries<V>> {
         // An entry is written whole under the lock, so a panic elsewhere leaves none torn.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -80,6 +93,7 @@ impl<V> VersionedCache<V> {
     /// The value of `key` if it was read at `version`.
     pub(crate) fn get(&self, key: &str, version: i64) -> Option<Arc<V>> {
         self.entries()
+            .map
             .get(key)
             .filter(|e| e.version == version)
             .map(|e| Arc::clone(&e.value))
@@ -87,23 +101,49 @@ impl<V> VersionedCache<V> {
 
     /// Keeps `value`, read at `version` (read before the value itself).
     pub(crate) fn put(&self, key: &str, value: Arc<V>, version: i64) {
+        let weight = (self.weigh)(&value);
         let mut entries = self.entries();
-        if entries.len() >= self.capacity && !entries.contains_key(key) {
-            entries.clear();
+        if let Some(old) = entries.map.remove(key) {
+            entries.weight -= old.weight;
         }
-        entries.insert(key.to_owned(), Entry { value, version });
+        if weight > self.budget {
+            return;
+        }
+        if entries.weight + weight > self.budget {
+            entries.map.clear();
+            entries.weight = 0;
+        }
+        entries.weight += weight;
+        entries.map.insert(
+            key.to_owned(),
+            Entry {
+                value,
+                version,
+                weight,
+            },
+        );
     }
 
-    /// Replaces the value of `key`, if kept, with `change` of it (same version).
+    /// Replaces the value of `key`, if kept, with `change` of it (same version and weight:
+    /// meant for small changes).
     pub(crate) fn update(&self, key: &str, change: impl FnOnce(&V) -> V) {
-        if let Some(entry) = self.entries().get_mut(key) {
+        if let Some(entry) = self.entries().map.get_mut(key) {
             entry.value = Arc::new(change(&entry.value));
         }
     }
 
     /// Drops every value that `matches`.
     pub(crate) fn forget(&self, matches: impl Fn(&V) -> bool) {
-        self.entries().retain(|_, e| !matches(&e.value));
+        let mut entries = self.entries();
+        let mut dropped = 0;
+        entries.map.retain(|_, e| {
+            let keep = !matches(&e.value);
+            if !keep {
+                dropped += e.weight;
+            }
+            keep
+        });
+        entries.weight -= dropped;
     }
 }
 
@@ -113,7 +153,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_served_only_at_its_version_and_a_full_cache_starts_over() {
-        let cache = VersionedCache::new(2);
+        let cache = VersionedCache::new(2, |_| 1);
         cache.put("a", Arc::new(1), 7);
         assert_eq!(cache.get("a", 7).as_deref(), Some(&1));
         assert_eq!(cache.get("a", 8), None, "a newer version hides the entry");
@@ -129,5 +169,30 @@ mod tests {
         assert_eq!(cache.get("c", 7).as_deref(), Some(&4));
         cache.forget(|v| *v == 4);
         assert_eq!(cache.get("c", 7), None);
+    }
+
+    #[test]
+    fn the_budget_is_of_weight_and_a_value_heavier_than_it_is_not_kept() {
+        let cache = VersionedCache::new(10, |s: &String| s.len());
+        cache.put("a", Arc::new("x".repeat(6)), 1);
+        cache.put("a", Arc::new("x".repeat(8)), 2);
+        assert!(
+            cache.get("a", 2).is_some(),
+            "replacing a value frees its old weight"
+        );
+        cache.put("b", Arc::new("x".repeat(2)), 1);
+        assert!(cache.get("a", 2).is_some() && cache.get("b", 1).is_some());
+        cache.put("c", Arc::new("x".repeat(3)), 1);
+        assert!(
+            cache.get("a", 2).is_none(),
+            "13 of 10: the cache started over"
+        );
+        assert!(cache.get("c", 1).is_some());
+        cache.put("d", Arc::new("x".repeat(11)), 1);
+        assert!(cache.get("d", 1).is_none(), "heavier than the whole budget");
+        assert!(
+            cache.get("c", 1).is_some(),
+            "and nothing was dropped for it"
+        );
     }
 }

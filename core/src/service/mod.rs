@@ -86,7 +86,7 @@ pub struct Service {
     /// The API keys this instance has read, by the hash of their secret (shared by clones).
     keys: Arc<VersionedCache<crate::model::ApiKey>>,
     /// The agents this instance has read, by id (shared by clones).
-    agents: Arc<VersionedCache<crate::model::Agent>>,
+    agents: Arc<VersionedCache<Agent>>,
 }
 
 /// How the service delivers webhooks.
@@ -129,6 +129,20 @@ impl<'a> By<'a> {
     }
 }
 
+/// What the agents an instance keeps may weigh together: a prompt can be as long as a request
+/// body, so the agent cache is bounded by bytes, not by count.
+const AGENT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// About the bytes an agent takes in memory: its text, and a fixed share for the rest.
+fn agent_bytes(a: &Agent) -> usize {
+    let ids = |list: &[String]| list.iter().map(String::len).sum::<usize>();
+    512 + a.system_prompt.len()
+        + a.agent_name.len()
+        + ids(&a.custom_tools)
+        + ids(&a.kb_document_ids)
+        + ids(&a.assigned_phone_number_ids)
+}
+
 fn cursor_of(created_at: Timestamp, id: &str) -> Cursor {
     Cursor {
         created_at,
@@ -164,9 +178,8 @@ impl Service {
             },
             knowledge: knowledge::Knowledge::default(),
             knowledge_timeout: std::time::Duration::from_secs(60),
-            keys: Arc::new(VersionedCache::new(10_000)),
-            // Agents carry their prompts, so fewer of them.
-            agents: Arc::new(VersionedCache::new(2_000)),
+            keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
+            agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),
         }
     }
 
