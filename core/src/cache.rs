@@ -99,6 +99,29 @@ impl<V> VersionedCache<V> {
             .map(|e| Arc::clone(&e.value))
     }
 
+    /// The value of `key` at `version`: the one kept, else what `read` finds, kept under
+    /// `version` (which must have been taken before `read` runs). Nothing found is not kept.
+    /// `read` is a closure so that a value kept costs no future (a repository's are boxed).
+    pub(crate) async fn get_or_read<E, F>(
+        &self,
+        key: &str,
+        version: i64,
+        read: impl FnOnce() -> F,
+    ) -> std::result::Result<Option<Arc<V>>, E>
+    where
+        F: Future<Output = std::result::Result<Option<V>, E>>,
+    {
+        if let Some(kept) = self.get(key, version) {
+            return Ok(Some(kept));
+        }
+        let Some(value) = read().await? else {
+            return Ok(None);
+        };
+        let value = Arc::new(value);
+        self.put(key, Arc::clone(&value), version);
+        Ok(Some(value))
+    }
+
     /// Keeps `value`, read at `version` (read before the value itself).
     pub(crate) fn put(&self, key: &str, value: Arc<V>, version: i64) {
         let weight = (self.weigh)(&value);

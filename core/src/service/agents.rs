@@ -1,7 +1,5 @@
 //! Agents.
 
-use std::sync::Arc;
-
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
@@ -124,20 +122,14 @@ impl Service {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
         let version = self.repo.change_versions().await?.agents;
-        if let Some(agent) = self
-            .agents
-            .get(&id, version)
-            .filter(|a| a.organization_id == actor.organization_id)
-        {
-            return Ok(Agent::clone(&agent));
-        }
-        let agent = self
-            .repo
-            .agent_get(&actor.organization_id, &id)
+        let org = &actor.organization_id;
+        self.agents
+            .get_or_read(&id, version, || self.repo.agent_get(org, &id))
             .await?
-            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
-        self.agents.put(&id, Arc::new(agent.clone()), version);
-        Ok(agent)
+            // Kept by id: one kept for another organization is not this one's.
+            .filter(|a| a.organization_id == *org)
+            .map(|a| Agent::clone(&a))
+            .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }
 
     /// The organization's agents, newest first.

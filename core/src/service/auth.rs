@@ -1,8 +1,6 @@
 //! Authentication: resolving a request's API key or bearer token to the [`Actor`] it acts as
 //! in the organization named by `X-Organization-Id`.
 
-use std::sync::Arc;
-
 use super::Service;
 use crate::auth::{Actor, Credentials, Principal, UserClaims, hash_secret, is_well_formed_secret};
 use crate::error::{Error, Result};
@@ -59,19 +57,11 @@ impl Service {
         // The version first: a revocation committed after this read leaves a key read below
         // cached under the older version, so the next request reads it again.
         let version = self.repo.change_versions().await?.credentials;
-        let key = match self.keys.get(&hash, version) {
-            Some(key) => key,
-            None => {
-                let key = Arc::new(
-                    self.repo
-                        .api_key_find_by_hash(&hash)
-                        .await?
-                        .ok_or_else(|| Error::unauthenticated("API key is not valid"))?,
-                );
-                self.keys.put(&hash, Arc::clone(&key), version);
-                key
-            }
-        };
+        let key = self
+            .keys
+            .get_or_read(&hash, version, || self.repo.api_key_find_by_hash(&hash))
+            .await?
+            .ok_or_else(|| Error::unauthenticated("API key is not valid"))?;
         let now = self.now();
         match key.status_at(now) {
             ApiKeyStatus::Revoked => {
