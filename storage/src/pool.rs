@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use sea_orm::{
     AccessMode, ConnAcquireErr, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, DbErr, ExecResult, IsolationLevel, QueryResult, Statement, TransactionError,
-    TransactionOptions, TransactionTrait,
+    DbBackend, DbErr, ExecResult, IsolationLevel, QueryResult, SqliteTransactionMode, Statement,
+    TransactionError, TransactionOptions, TransactionTrait,
 };
 
 /// The pooled connection, patient only while the pool makes progress.
@@ -118,8 +118,18 @@ impl ConnectionTrait for Db {
 impl TransactionTrait for Db {
     type Transaction = DatabaseTransaction;
 
+    /// Every transaction this crate opens writes, so on SQLite it takes the write lock at
+    /// `BEGIN IMMEDIATE`: a deferred transaction that reads first cannot become a writer once
+    /// another connection has committed (`SQLITE_BUSY_SNAPSHOT`, which the busy timeout does
+    /// not wait out), and holding the lock from the start makes its reads the state its write
+    /// applies to. Postgres ignores the mode; its writes lock the rows they read.
     async fn begin(&self) -> Result<DatabaseTransaction, DbErr> {
-        self.patiently(|| self.inner.begin()).await
+        let options = TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..TransactionOptions::default()
+        };
+        self.patiently(|| self.inner.begin_with_options(options))
+            .await
     }
 
     async fn begin_with_config(
