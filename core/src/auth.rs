@@ -121,6 +121,9 @@ pub struct RequestContext {
     pub request_id: Option<String>,
     /// The client's address: the connection's peer, or the address a trusted proxy reports.
     pub ip: Option<String>,
+    /// The `If-Match`/`If-None-Match` of a conditional write, checked against the resource
+    /// inside the write's transaction.
+    pub preconditions: crate::precondition::Preconditions,
 }
 
 /// An authenticated caller acting in one organization.

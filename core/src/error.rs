@@ -19,6 +19,10 @@ pub enum Error {
     /// The request conflicts with the current state, e.g. a duplicate (HTTP 409).
     #[error("{0}")]
     Conflict(String),
+    /// The resource's current tag does not satisfy the write's `If-Match` or `If-None-Match`
+    /// (HTTP 412); nothing was changed.
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// The request body is larger than allowed (HTTP 413).
     #[error("{0}")]
     PayloadTooLarge(String),

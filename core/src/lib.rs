@@ -38,6 +38,7 @@ pub mod knowledge;
 pub mod metrics;
 pub mod model;
 pub mod page;
+pub mod precondition;
 pub mod repo;
 pub mod role;
 pub mod service;

@@ -9,6 +9,13 @@
 //! ([`Event::audit`]), or passed as an [`AuditEntry`] to the few writes that record no event;
 //! a write that changes nothing (a row not found) records no entry.
 //!
+//! An update takes a [`Change`]: the repository reads the resource inside its write
+//! transaction (the row locked: SQLite's write lock is taken at `BEGIN`, Postgres locks the
+//! row), applies the change there, and writes it back, so a change touches only the fields
+//! its caller named and concurrent changes of other fields all survive. The event's
+//! [`EventStamp::change`] also checks the caller's `If-Match` against the resource as read
+//! there, which makes it a compare-and-set across instances.
+//!
 //! Repositories map their failures onto [`Error`](crate::Error): `Unavailable` when the
 //! database cannot be reached, `Conflict` for unique violations named in the method docs, and
 //! `Internal` for anything else.
@@ -18,15 +25,19 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::jobs::NewJob;
 use crate::model::{
-    Agent, ApiKey, AuditEntry, AuditFilter, Call, CallMessage, CallQuery, CallStats, ChunkVector,
-    Delivery, DeliveryAttempt, DeliveryTarget, Document, DocumentSource, Event, EventStamp,
-    EventType, Integration, IntegrationFilter, Invitation, Member, Membership, NewChunk,
-    NewMessage, Organization, OrganizationSettings, PhoneNumber, Recording, SearchHit,
+    Agent, ApiKey, AuditEntry, AuditFilter, AuditedChange, Call, CallMessage, CallQuery, CallStats,
+    ChunkVector, Delivery, DeliveryAttempt, DeliveryTarget, Document, DocumentSource, Event,
+    EventStamp, EventType, Integration, IntegrationFilter, Invitation, Member, Membership,
+    NewChunk, NewMessage, Organization, OrganizationSettings, PhoneNumber, Recording, SearchHit,
     StatsGroupBy, Tool, User, Webhook,
 };
 use crate::page::PageQuery;
 use crate::role::Role;
 use crate::time::Timestamp;
+
+/// A change to one resource, applied by the repository to the resource as its write
+/// transaction reads it; an error aborts the write.
+pub type Change<'a, T> = Box<dyn FnOnce(&mut T) -> Result<()> + Send + 'a>;
 
 /// Everything `bootstrap` writes, in one transaction.
 #[derive(Debug, Clone)]
@@ -189,8 +200,15 @@ pub trait CallRepository: Send + Sync {
     async fn call_insert(&self, call: &Call, event: &Event) -> Result<()>;
     /// The call, if it belongs to the organization.
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>>;
-    /// Overwrites the mutable fields of an existing call.
-    async fn call_update(&self, call: &Call, event: &Event) -> Result<()>;
+    /// Applies `change` to the mutable fields of the call and records `event`; the call as
+    /// changed, `None` when there is no such call.
+    async fn call_update(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+    ) -> Result<Option<Call>>;
     /// Points the call at its stored recording (or at none).
     async fn call_set_recording(
         &self,
@@ -257,13 +275,14 @@ pub trait RetentionRepository: Send + Sync {
         &self,
         organization_id: &str,
     ) -> Result<Option<OrganizationSettings>>;
-    /// Replaces the organization's retention policy.
+    /// Applies `change` to the organization's retention policy, with its audit entry; the
+    /// policy as changed, `None` when there is no such organization.
     async fn organization_settings_set(
         &self,
         organization_id: &str,
-        settings: &OrganizationSettings,
-        audit: &AuditEntry,
-    ) -> Result<()>;
+        change: Change<'_, OrganizationSettings>,
+        audit: &AuditedChange,
+    ) -> Result<Option<OrganizationSettings>>;
     /// Every organization that has a retention policy, with it.
     async fn retention_policies(&self) -> Result<Vec<(String, OrganizationSettings)>>;
     /// Removes `removal.part` from the calls it selects that have it, each with its events and
@@ -286,8 +305,15 @@ pub trait ToolRepository: Send + Sync {
     async fn tool_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Tool>>;
     /// Number of tools of the organization.
     async fn tool_count(&self, organization_id: &str) -> Result<u64>;
-    /// Overwrites an existing tool. Conflict on a duplicate name.
-    async fn tool_update(&self, tool: &Tool, event: &Event) -> Result<()>;
+    /// Applies `change` to the tool and records `event`; the tool as changed, `None` when
+    /// there is no such tool. Conflict on a duplicate name.
+    async fn tool_update(
+        &self,
+        organization_id: &str,
+        tool_id: &str,
+        change: Change<'_, Tool>,
+        event: &EventStamp,
+    ) -> Result<Option<Tool>>;
     /// Deletes the tool and removes it from every agent's `custom_tools`, atomically, with
     /// `event` carrying the tool as it was.
     async fn tool_delete(
@@ -319,8 +345,15 @@ pub trait DocumentRepository: Send + Sync {
     /// Up to `page.fetch()` documents after the cursor, newest first.
     async fn document_list(&self, organization_id: &str, page: &PageQuery)
     -> Result<Vec<Document>>;
-    /// Overwrites an existing document's name and `updated_at`.
-    async fn document_update(&self, document: &Document, audit: &AuditEntry) -> Result<()>;
+    /// Applies `change` to the document's name and `updated_at` (processing may be writing
+    /// the other fields), with its audit entry; `None` when there is no such document.
+    async fn document_update(
+        &self,
+        organization_id: &str,
+        documentation_id: &str,
+        change: Change<'_, Document>,
+        audit: &AuditedChange,
+    ) -> Result<Option<Document>>;
     /// Deletes the document, its chunks and its processing job, and removes it from every
     /// agent's `kb_document_ids`, atomically, with `event` carrying the document as it was.
     async fn document_delete(
@@ -393,10 +426,16 @@ pub trait AgentRepository: Send + Sync {
     async fn agent_get(&self, organization_id: &str, agent_id: &str) -> Result<Option<Agent>>;
     /// Up to `page.fetch()` agents after the cursor, newest first.
     async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>>;
-    /// Overwrites an existing agent; its assigned numbers become exactly
-    /// `agent.assigned_phone_number_ids` (others are unassigned), atomically.
-    /// Records `event` with the agent as the write left it.
-    async fn agent_update(&self, agent: &Agent, event: &EventStamp) -> Result<()>;
+    /// Applies `change` to the agent; its assigned numbers become exactly its
+    /// `assigned_phone_number_ids` (others are unassigned), atomically. Records `event` with
+    /// the agent as the write left it, which it returns; `None` when there is no such agent.
+    async fn agent_update(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        change: Change<'_, Agent>,
+        event: &EventStamp,
+    ) -> Result<Option<Agent>>;
     /// Deletes the agent and unassigns its phone numbers (as of `now`), atomically, with
     /// `event` carrying the agent as it was.
     async fn agent_delete(
@@ -427,8 +466,15 @@ pub trait PhoneNumberRepository: Send + Sync {
         organization_id: &str,
         page: &PageQuery,
     ) -> Result<Vec<PhoneNumber>>;
-    /// Overwrites an existing number.
-    async fn phone_number_update(&self, number: &PhoneNumber, event: &Event) -> Result<()>;
+    /// Applies `change` to the number (its references checked inside the write) and records
+    /// `event`; the number as changed, `None` when there is no such number.
+    async fn phone_number_update(
+        &self,
+        organization_id: &str,
+        phone_number_id: &str,
+        change: Change<'_, PhoneNumber>,
+        event: &EventStamp,
+    ) -> Result<Option<PhoneNumber>>;
     /// Deletes the number, with `event` carrying it as it was.
     async fn phone_number_delete(
         &self,
@@ -479,15 +525,25 @@ pub trait IntegrationRepository: Send + Sync {
         filter: &IntegrationFilter,
         page: &PageQuery,
     ) -> Result<Vec<Integration>>;
-    /// Overwrites name, category, status and `updated_at`, and the credentials when `sealed`
-    /// is given; records `event` when the change has one.
+    /// Applies `change` to name, category, status and `updated_at`, replaces the
+    /// credentials when `sealed` is given, and records the audit entry; the integration as
+    /// changed, `None` when there is none.
     async fn integration_update(
         &self,
-        integration: &Integration,
+        organization_id: &str,
+        integration_id: &str,
+        change: Change<'_, Integration>,
         sealed: Option<&str>,
-        event: Option<&Event>,
-        audit: Option<&AuditEntry>,
-    ) -> Result<()>;
+        audit: &AuditedChange,
+    ) -> Result<Option<Integration>>;
+    /// Applies `change` (the status a probe found) and records `event`.
+    async fn integration_validated(
+        &self,
+        organization_id: &str,
+        integration_id: &str,
+        change: Change<'_, Integration>,
+        event: &EventStamp,
+    ) -> Result<Option<Integration>>;
     /// Deletes the integration and its credentials unless a phone number references it; the
     /// check and the delete cannot be raced by a concurrent assignment. Records `event` with
     /// the integration as it was when deleted.
@@ -551,15 +607,21 @@ pub trait WebhookRepository: Send + Sync {
     -> Result<Option<Webhook>>;
     /// Up to `page.fetch()` endpoints after the cursor, newest first.
     async fn webhook_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Webhook>>;
-    /// Overwrites url, events, description, status and `updated_at`; false when the endpoint
-    /// is gone.
-    async fn webhook_update(&self, webhook: &Webhook, audit: &AuditEntry) -> Result<bool>;
-    /// Deletes the endpoint with its deliveries; returns it as it was.
+    /// Applies `change` to url, events, description, status and `updated_at`, with its audit
+    /// entry; the endpoint as changed, `None` when there is none.
+    async fn webhook_update(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+        change: Change<'_, Webhook>,
+        audit: &AuditedChange,
+    ) -> Result<Option<Webhook>>;
+    /// Deletes the endpoint with its deliveries, with its audit entry; returns it as it was.
     async fn webhook_delete(
         &self,
         organization_id: &str,
         webhook_id: &str,
-        audit: &AuditEntry,
+        audit: &AuditedChange,
     ) -> Result<Option<Webhook>>;
     /// Atomically makes `secret_sealed` the secret and keeps the one it replaces as the
     /// previous secret until `previous_expires_at`; sets `updated_at = now`. Returns the

@@ -3,17 +3,20 @@
 //! `organization_settings_view`, …).
 //!
 //! - The `GET` (and `HEAD`) of a view and the `PATCH` of the same path answer with a strong
-//!   `ETag`: the first 128 bits of the SHA-256 of the exact JSON body, envelope included, as
-//!   32 lowercase hex digits in quotes. The `PATCH` answers the same representation as the
-//!   `GET` (`Data<T>` of the same `T`), so its tag is the one a `GET` right after would give.
+//!   `ETag` ([`voiceplane_core::precondition::entity_tag`] of the exact JSON body, envelope
+//!   included). The `PATCH` answers the same representation as the `GET` (`Data<T>` of the
+//!   same `T`), so its tag is the one a `GET` right after would give.
 //! - A `GET`/`HEAD` of a view with `If-None-Match` that matches (weak comparison, `*` matches
 //!   any) answers `304` with the `ETag` and no body; with an `If-Match` that does not match
 //!   (strong comparison), `412`.
-//! - A `PATCH` or `DELETE` of a path with a view, sent with `If-Match` or `If-None-Match`, is
-//!   evaluated against the view first: the view's operation runs with the request's
-//!   credentials, and if its tag fails `If-Match` (or passes `If-None-Match`), the answer is
-//!   `412 {"detail": …}` and the operation does not run. When the view itself fails (unknown
-//!   id, no permission), its error is the answer.
+//! - A `PATCH` or `DELETE` of a path with a view, sent with `If-Match` or `If-None-Match`,
+//!   carries them to the service as [`Preconditions`] (a request extension the caller's
+//!   [`RequestContext`](voiceplane_core::auth::RequestContext) picks up). The repository checks
+//!   them against the resource as its write transaction reads it, row locked, and the write
+//!   happens only if they hold: a compare-and-set, so of several writers holding one tag
+//!   exactly one wins, on one instance or many. When they fail the answer is
+//!   `412 {"detail": …}` and nothing changed; an unknown id or a missing permission answers
+//!   as without them.
 //! - Any other unsafe request (no view at its path: members, a recording, collections) with
 //!   an `If-Match` listing tags answers `412`, since none of its representations has a tag
 //!   to match; `If-Match: *` passes and `If-None-Match` is ignored there.
@@ -21,73 +24,24 @@
 //! Why a hash of the body: it is exactly the representation the client holds, so the tag
 //! changes whenever anything it can see changes and never otherwise, on both databases, with
 //! no column or migration. Sub-second changes are seen too: every resource that can be
-//! updated carries `updated_at` with microseconds (`Timestamp` is stored as microseconds and
-//! serialized with them), so two updates within the same second give two tags even when they
-//! set the same values. Resources without `updated_at` (organization settings, API keys,
-//! invitations, events) change only in what they show, and their tag changes with it; an
-//! update that leaves every field as it was leaves the tag as it was, which is what a strong
-//! validator means (§8.8.1). SHA-256 rather than a faster hash because the tag must be the
-//! same across processes and releases (several instances behind one load balancer, a rolling
-//! upgrade); `sha2` is already in the tree (jsonwebtoken), and hashing a few kilobytes costs
-//! microseconds next to the database round trip.
-//!
-//! The check and the write are two steps. Conditional writes to the same path (and
-//! organization) are serialized within this process by a striped lock, so two clients racing
-//! with the same `If-Match` on one instance cannot both win. A write without preconditions,
-//! or one through another instance, can still land between another request's check and its
-//! write; making that atomic would need a compare-and-set on a version in every update
-//! statement of both databases.
-
-use std::hash::{DefaultHasher, Hash, Hasher};
+//! updated carries `updated_at` with microseconds, so two updates within the same second give
+//! two tags even when they set the same values. Resources without `updated_at` (organization
+//! settings, API keys, invitations, events) change only in what they show, and their tag
+//! changes with it; an update that leaves every field as it was leaves the tag as it was,
+//! which is what a strong validator means (§8.8.1).
 
 use bytes::Bytes;
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::BodyExt;
-use sha2::{Digest, Sha256};
+use voiceplane_core::precondition::{
+    Comparison, EntityTag, PRECONDITION_FAILED, Preconditions, Tags, entity_tag,
+};
 
 use crate::endpoint::RequestBody;
 use crate::error::ApiError;
 use crate::router::{self, OPERATIONS, Operation, Route};
 use crate::{Api, ResponseBody, response};
-
-/// Number of stripes of [`WriteLocks`]: enough that unrelated paths rarely wait for each
-/// other, few enough to cost nothing.
-const STRIPES: usize = 64;
-
-/// Serializes conditional writes to the same resource within this process.
-pub(crate) struct WriteLocks {
-    stripes: Box<[tokio::sync::Mutex<()>]>,
-}
-
-impl Default for WriteLocks {
-    fn default() -> Self {
-        Self {
-            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
-        }
-    }
-}
-
-impl std::fmt::Debug for WriteLocks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteLocks")
-            .field("stripes", &self.stripes.len())
-            .finish()
-    }
-}
-
-impl WriteLocks {
-    fn stripe(&self, headers: &HeaderMap, path: &str) -> &tokio::sync::Mutex<()> {
-        let mut hasher = DefaultHasher::new();
-        headers
-            .get(crate::extract::X_ORGANIZATION_ID)
-            .map(HeaderValue::as_bytes)
-            .hash(&mut hasher);
-        path.hash(&mut hasher);
-        // The modulo keeps the index below STRIPES, so it fits a usize.
-        &self.stripes[(hasher.finish() % STRIPES as u64) as usize]
-    }
-}
 
 /// The view (`GET …` whose operation is a `*_view`) at `template`, if there is one.
 pub(crate) fn view_at(template: &str) -> Option<&'static Operation> {
@@ -122,12 +76,12 @@ pub(crate) async fn dispatch(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let (method, template) = route.definition();
-    let if_match = Condition::read(&parts.headers, header::IF_MATCH);
-    let if_none_match = Condition::read(&parts.headers, header::IF_NONE_MATCH);
+    let if_match = read_condition(&parts.headers, header::IF_MATCH);
+    let if_none_match = read_condition(&parts.headers, header::IF_NONE_MATCH);
     let safe = parts.method == Method::GET || parts.method == Method::HEAD;
 
     if view_at(template).is_none() {
-        if !safe && if_match.as_ref().is_some_and(|c| *c != Condition::Any) {
+        if !safe && if_match.as_ref().is_some_and(|c| *c != Tags::Any) {
             return Err(precondition_failed());
         }
         return router::dispatch(api, route, parts, body).await;
@@ -149,36 +103,15 @@ pub(crate) async fn dispatch(
     }
 
     let is_patch = method == "PATCH";
-    if (method != "DELETE" && !is_patch) || (if_match.is_none() && if_none_match.is_none()) {
-        let response = router::dispatch(api, route, parts, body).await?;
-        return Ok(if is_patch {
-            tag(response).await
-        } else {
-            response
-        });
-    }
-
-    let _guard = api
-        .write_locks
-        .stripe(&parts.headers, parts.uri.path())
-        .lock()
-        .await;
-    let current = tag(router::dispatch(
-        api,
-        router::resolve(&Method::GET, parts.uri.path()).map_err(|_| precondition_failed())?,
-        view_request(&parts),
-        crate::endpoint::boxed(http_body_util::Empty::<Bytes>::new()),
-    )
-    .await?)
-    .await;
-    let Some(etag) = etag_of(&current) else {
-        // The view answered without a tag (it failed): that answer stands (RFC 9110 §13.2.1).
-        return Ok(current);
-    };
-    if if_match.is_some_and(|c| !c.matches(&etag, Comparison::Strong))
-        || if_none_match.is_some_and(|c| c.matches(&etag, Comparison::Weak))
-    {
-        return Err(precondition_failed());
+    let mut parts = parts;
+    if method == "DELETE" || is_patch {
+        let preconditions = Preconditions {
+            if_match,
+            if_none_match,
+        };
+        if !preconditions.is_empty() {
+            parts.extensions.insert(preconditions);
+        }
     }
     let response = router::dispatch(api, route, parts, body).await?;
     Ok(if is_patch {
@@ -186,19 +119,6 @@ pub(crate) async fn dispatch(
     } else {
         response
     })
-}
-
-/// The request for the view of `parts`' path: the same credentials, `GET`, no query, no body.
-fn view_request(parts: &Parts) -> Parts {
-    let (mut view, ()) = Request::new(()).into_parts();
-    view.method = Method::GET;
-    view.version = parts.version;
-    view.uri = http::Uri::try_from(parts.uri.path()).unwrap_or_default();
-    view.headers = parts.headers.clone();
-    view.headers.remove(header::CONTENT_TYPE);
-    view.headers.remove(header::CONTENT_LENGTH);
-    view.headers.remove(header::TRANSFER_ENCODING);
-    view
 }
 
 /// `response` with its `ETag`, when it is a 200: the body is complete JSON, read at once.
@@ -221,18 +141,6 @@ async fn tag(response: Response<ResponseBody>) -> Response<ResponseBody> {
     Response::from_parts(parts, response::full(bytes))
 }
 
-/// The strong entity tag of a representation: `"<first 128 bits of its SHA-256, in hex>"`.
-pub(crate) fn entity_tag(representation: &[u8]) -> String {
-    let digest = Sha256::digest(representation);
-    let mut tag = String::with_capacity(34);
-    tag.push('"');
-    for byte in &digest[..16] {
-        tag.push_str(&format!("{byte:02x}"));
-    }
-    tag.push('"');
-    tag
-}
-
 fn etag_of(response: &Response<ResponseBody>) -> Option<String> {
     let etag = response.headers().get(header::ETAG)?;
     etag.to_str().ok().map(str::to_owned)
@@ -252,69 +160,36 @@ fn not_modified(response: Response<ResponseBody>) -> Response<ResponseBody> {
 }
 
 fn precondition_failed() -> ApiError {
-    ApiError::new(
-        StatusCode::PRECONDITION_FAILED,
-        "the precondition failed: the resource's current ETag does not satisfy If-Match or \
-         If-None-Match; nothing was changed. GET it again and retry with its current ETag",
-    )
+    ApiError::new(StatusCode::PRECONDITION_FAILED, PRECONDITION_FAILED)
 }
 
-/// How two entity tags are compared (RFC 9110 §8.8.3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Comparison {
-    /// Both strong and the same characters (`If-Match`).
-    Strong,
-    /// The same characters, weak or not (`If-None-Match`).
-    Weak,
-}
-
-/// The value of an `If-Match` or `If-None-Match`: `*` or a list of entity tags.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Condition {
-    Any,
-    /// `(weak, opaque tag with its quotes)`. A list that does not parse keeps the tags read
-    /// before the error: a malformed `If-Match` then matches nothing (412) and a malformed
-    /// `If-None-Match` nothing either (a full answer), the safe side of both.
-    Tags(Vec<(bool, String)>),
-}
-
-impl Condition {
-    /// The condition of every `name` header of the request, `None` without one.
-    fn read(headers: &HeaderMap, name: header::HeaderName) -> Option<Self> {
-        let mut tags = Vec::new();
-        let mut any = false;
-        let mut present = false;
-        for value in headers.get_all(name) {
-            present = true;
-            let Ok(value) = value.to_str() else { continue };
-            if value.trim() == "*" {
-                any = true;
-            } else {
-                parse_tags(value, &mut tags);
-            }
-        }
-        match (present, any) {
-            (false, _) => None,
-            (true, true) => Some(Self::Any),
-            (true, false) => Some(Self::Tags(tags)),
+/// The `If-Match` or `If-None-Match` (`name`) of a request, `None` without one. A list that
+/// does not parse keeps the tags read before the error: a malformed `If-Match` then matches
+/// nothing (412) and a malformed `If-None-Match` nothing either (a full answer), the safe side
+/// of both.
+fn read_condition(headers: &HeaderMap, name: header::HeaderName) -> Option<Tags> {
+    let mut tags = Vec::new();
+    let mut any = false;
+    let mut present = false;
+    for value in headers.get_all(name) {
+        present = true;
+        let Ok(value) = value.to_str() else { continue };
+        if value.trim() == "*" {
+            any = true;
+        } else {
+            parse_tags(value, &mut tags);
         }
     }
-
-    /// Whether the current representation, tagged `etag` (a strong tag, quoted), satisfies
-    /// the list; `*` matches any current representation.
-    fn matches(&self, etag: &str, comparison: Comparison) -> bool {
-        match self {
-            Self::Any => true,
-            Self::Tags(tags) => tags
-                .iter()
-                .any(|(weak, tag)| tag == etag && (comparison == Comparison::Weak || !weak)),
-        }
+    match (present, any) {
+        (false, _) => None,
+        (true, true) => Some(Tags::Any),
+        (true, false) => Some(Tags::List(tags)),
     }
 }
 
 /// Appends the entity tags of `#entity-tag` (`W/"a", "b"`) to `out`, stopping at the first
 /// thing that is not one.
-fn parse_tags(list: &str, out: &mut Vec<(bool, String)>) {
+fn parse_tags(list: &str, out: &mut Vec<EntityTag>) {
     let mut rest = list;
     loop {
         rest = rest.trim_start_matches([' ', '\t', ',']);
@@ -331,7 +206,10 @@ fn parse_tags(list: &str, out: &mut Vec<(bool, String)>) {
         let Some(end) = after_quote.find('"') else {
             return;
         };
-        out.push((weak, format!("\"{}\"", &after_quote[..end])));
+        out.push(EntityTag {
+            weak,
+            tag: format!("\"{}\"", &after_quote[..end]),
+        });
         rest = &after_quote[end + 1..];
     }
 }
@@ -340,56 +218,62 @@ fn parse_tags(list: &str, out: &mut Vec<(bool, String)>) {
 mod tests {
     use super::*;
 
-    fn condition(values: &[&str]) -> Option<Condition> {
+    fn condition(values: &[&str]) -> Option<Tags> {
         let mut headers = HeaderMap::new();
         for v in values {
             headers.append(header::IF_MATCH, HeaderValue::from_str(v).unwrap());
         }
-        Condition::read(&headers, header::IF_MATCH)
+        read_condition(&headers, header::IF_MATCH)
+    }
+
+    fn tags(list: &[(bool, &str)]) -> Tags {
+        Tags::List(
+            list.iter()
+                .map(|(weak, tag)| EntityTag {
+                    weak: *weak,
+                    tag: (*tag).to_owned(),
+                })
+                .collect(),
+        )
     }
 
     #[test]
     fn lists_stars_and_weak_tags_are_read() {
         assert_eq!(condition(&[]), None);
-        assert_eq!(condition(&[" * "]), Some(Condition::Any));
+        assert_eq!(condition(&[" * "]), Some(Tags::Any));
         assert_eq!(
             condition(&[r#""a", W/"b""#, r#""c,d""#]),
-            Some(Condition::Tags(vec![
-                (false, r#""a""#.into()),
-                (true, r#""b""#.into()),
-                (false, r#""c,d""#.into()),
+            Some(tags(&[
+                (false, r#""a""#),
+                (true, r#""b""#),
+                (false, r#""c,d""#)
             ]))
         );
         // Garbage keeps what came before it and matches nothing else.
         assert_eq!(
             condition(&[r#""a", b, "c""#]),
-            Some(Condition::Tags(vec![(false, r#""a""#.into())]))
+            Some(tags(&[(false, r#""a""#)]))
         );
-        assert_eq!(condition(&["nope"]), Some(Condition::Tags(vec![])));
+        assert_eq!(condition(&["nope"]), Some(Tags::List(vec![])));
     }
 
-    #[test]
-    fn strong_and_weak_comparison() {
-        let tag = r#""abc""#;
-        let strong = condition(&[r#""abc""#]).unwrap();
-        let weak = condition(&[r#"W/"abc""#]).unwrap();
-        let other = condition(&[r#""abd", "x""#]).unwrap();
-        assert!(strong.matches(tag, Comparison::Strong));
-        assert!(strong.matches(tag, Comparison::Weak));
-        assert!(!weak.matches(tag, Comparison::Strong));
-        assert!(weak.matches(tag, Comparison::Weak));
-        assert!(!other.matches(tag, Comparison::Weak));
-        assert!(Condition::Any.matches(tag, Comparison::Strong));
-    }
-
-    #[test]
-    fn tags_are_quoted_hex_of_the_bytes() {
-        let a = entity_tag(b"{\"a\":1}");
-        assert_eq!(a.len(), 34);
-        assert!(a.starts_with('"') && a.ends_with('"'));
-        assert!(a[1..33].bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_eq!(a, entity_tag(b"{\"a\":1}"));
-        assert_ne!(a, entity_tag(b"{\"a\":2}"));
+    /// The tag a response carries is the one the service computes inside a conditional
+    /// write from the same resource: the two must never drift apart.
+    #[tokio::test]
+    async fn the_tag_of_an_answer_is_the_services_tag_of_its_data() {
+        let data =
+            serde_json::json!({"agent_id": "agent_1", "agent_name": "Désk", "n": [1.5, null]});
+        let response = tag(response::ok(&data)).await;
+        let etag = etag_of(&response).unwrap();
+        assert_eq!(etag, voiceplane_core::precondition::tag_of(&data).unwrap());
+        assert!(
+            Preconditions {
+                if_match: Some(tags(&[(false, &etag)])),
+                if_none_match: None,
+            }
+            .check(&data)
+            .is_ok()
+        );
     }
 
     #[test]

@@ -143,7 +143,10 @@ impl Extract for Actor {
     async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         // Authenticated once already, before the rate limit and idempotency checks.
         if let Some(crate::protect::Authenticated(actor)) = cx.parts.extensions.get() {
-            return Ok(actor.clone());
+            // Authenticated before `conditional::dispatch` read the preconditions.
+            let mut actor = actor.clone();
+            actor.request.preconditions = crate::protect::preconditions_of(&cx.parts);
+            return Ok(actor);
         }
         let creds = extract::credentials(&cx.parts.headers)?;
         let mut actor = cx.service().authenticate(&creds).await?;

@@ -161,8 +161,6 @@ impl Default for HttpConfig {
 pub struct Api {
     service: Arc<Service>,
     config: HttpConfig,
-    /// Serializes conditional writes (`If-Match`) to one resource, see `conditional.rs`.
-    write_locks: Arc<conditional::WriteLocks>,
     /// Rate limits, when [`Api::with_rate_limits`] set them.
     limits: Option<Arc<protect::ratelimit::Limiters>>,
 }
@@ -173,7 +171,6 @@ impl Api {
         Self {
             service,
             config: HttpConfig::default(),
-            write_locks: Arc::default(),
             limits: None,
         }
     }

@@ -29,6 +29,7 @@ mod webhooks;
 // Cross-cutting concerns.
 mod auth;
 mod concurrency;
+mod consistency;
 mod conventions;
 mod envelopes;
 mod health;

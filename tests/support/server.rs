@@ -47,6 +47,28 @@ impl TestServer {
         }
     }
 
+    /// Starts serving `service` (e.g. [`TestContext::another_instance`]) with the default
+    /// HTTP settings.
+    pub async fn start_service(service: Arc<Service>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
+        Self::serve(listener, base, voiceplane_http::Api::new(service))
+    }
+
+    fn serve(listener: tokio::net::TcpListener, base: String, api: voiceplane_http::Api) -> Self {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
     /// Starts serving `ctx.service` through the adapter as `build` changes it, e.g. with rate
     /// limits: `TestServer::start_api(ctx, |api| api.with_rate_limits(limits))`.
     pub async fn start_api(

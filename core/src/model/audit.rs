@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 use super::EventType;
 use crate::auth::{Actor, Principal};
 use crate::error::{Error, Result};
+use crate::precondition::Preconditions;
+use crate::repo::Change;
 use crate::time::Timestamp;
 
 /// What `changes` shows in place of a secret's value: that the field changed, not to what.
@@ -243,6 +245,54 @@ fn pair(field: &str, old: &Value, new: &Value) -> Value {
         }
     };
     Value::Array(vec![hide(old), hide(new)])
+}
+
+/// A change a caller makes that records no event, only its audit entry: the repository reads
+/// the resource inside its write, checks the caller's preconditions against it, and records
+/// the entry from the resource as it was and as the write left it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditedChange {
+    /// Who and from where.
+    pub stamp: AuditStamp,
+    /// `<resource_type>.<verb>`, e.g. `webhook.update`.
+    pub action: String,
+    /// e.g. `webhook`.
+    pub resource_type: String,
+    /// The caller's `If-Match`/`If-None-Match`.
+    pub preconditions: Preconditions,
+    /// Changes the two states do not show (a replaced secret), recorded as given.
+    pub extra: Map<String, Value>,
+}
+
+impl AuditedChange {
+    /// `before` with `change` applied; a 412 first when `before` fails the preconditions.
+    pub fn change<T: Serialize + Clone>(&self, before: &T, change: Change<'_, T>) -> Result<T> {
+        self.preconditions.apply(before, change)
+    }
+
+    /// Fails with a 412 when `current` does not satisfy the preconditions (for a delete).
+    pub fn check<T: Serialize>(&self, current: &T) -> Result<()> {
+        self.preconditions.check(current)
+    }
+
+    /// The entry of the change of `resource_id` from `before` to `after` (`None` before a
+    /// create, after a delete).
+    pub fn entry<T: Serialize>(
+        &self,
+        resource_id: &str,
+        before: Option<&T>,
+        after: Option<&T>,
+    ) -> Result<AuditEntry> {
+        let value = |v: Option<&T>| v.map(audit_snapshot).transpose();
+        let mut changes = audit_changes(
+            &value(before)?.unwrap_or_default(),
+            &value(after)?.unwrap_or_default(),
+        );
+        changes.extend(self.extra.clone());
+        Ok(self
+            .stamp
+            .entry(&self.action, &self.resource_type, resource_id, changes))
+    }
 }
 
 /// The value of a resource as the API returns it, for [`ChangeKind::Updated`].

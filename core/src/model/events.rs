@@ -6,8 +6,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AuditEntry, AuditStamp};
+use super::{AuditEntry, AuditStamp, ChangeKind, audit_snapshot};
 use crate::error::{Error, Result};
+use crate::precondition::Preconditions;
+use crate::repo::Change;
 use crate::time::Timestamp;
 
 /// Declares [`EventType`] once: each variant with its dotted wire name, so the enum, its
@@ -159,11 +161,44 @@ pub struct EventStamp {
     pub created_at: Timestamp,
     /// Who makes the change, when a caller does: the event then also records an audit entry.
     pub audit: Option<AuditStamp>,
+    /// The caller's `If-Match`/`If-None-Match`, checked against the resource as the write's
+    /// transaction reads it (see [`change`](Self::change) and [`with`](Self::with)).
+    pub preconditions: Preconditions,
 }
 
 impl EventStamp {
-    /// The event carrying `data` serialized as the API returns it.
+    /// `before`, the resource as the write's transaction reads it (its row locked), with
+    /// `change` applied: the fields the caller names, on top of whatever other writers
+    /// committed. Fails with a 412 first when `before` does not satisfy the preconditions.
+    pub fn change<T: Serialize + Clone>(&self, before: &T, change: Change<'_, T>) -> Result<T> {
+        self.preconditions.apply(before, change)
+    }
+
+    /// The event of an update from `before` to `after` (both as the API returns them, read in
+    /// the write's transaction): the audit entry compares the two.
+    pub fn updated<T: Serialize>(&self, before: &T, after: &T) -> Result<Event> {
+        let mut stamp = self.clone();
+        if let Some(audit) = &mut stamp.audit {
+            audit.change = ChangeKind::Updated(audit_snapshot(before)?);
+        }
+        stamp.event(after)
+    }
+
+    /// The event carrying `data` serialized as the API returns it: the resource as the write
+    /// left it, or as it was for a delete. For a delete, `data` is checked against the
+    /// preconditions first (412).
     pub fn with<T: Serialize>(&self, data: &T) -> Result<Event> {
+        let updating = matches!(
+            self.audit.as_ref().map(|a| &a.change),
+            Some(ChangeKind::Updated(_))
+        );
+        if !updating {
+            self.preconditions.check(data)?;
+        }
+        self.event(data)
+    }
+
+    fn event<T: Serialize>(&self, data: &T) -> Result<Event> {
         let data = serde_json::to_value(data)
             .map_err(|e| Error::Internal(format!("encoding the data of an event: {e}")))?;
         let audit = self

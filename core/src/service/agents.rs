@@ -151,64 +151,81 @@ impl Service {
         input: AgentUpdate,
     ) -> Result<Agent> {
         actor.require(Permission::AgentsWrite)?;
-        let mut agent = self.agent_view(actor, agent_id).await?;
-        let by = By::updating(actor, &agent)?;
-        let f = AgentFields::check(
-            input.agent_name.as_deref().unwrap_or(&agent.agent_name),
-            input.language.as_deref().unwrap_or(&agent.language),
-            input.stt_provider.as_deref().unwrap_or(&agent.stt_provider),
-            input.tts_voice.as_deref().unwrap_or(&agent.tts_voice),
-            input.llm_provider.as_deref().unwrap_or(&agent.llm_provider),
-            input.llm_model.as_deref().unwrap_or(&agent.llm_model),
-            input.llm_temperature.unwrap_or(agent.llm_temperature),
-            input
-                .voicemail_response_delay
-                .unwrap_or(agent.voicemail_response_delay),
-        )?;
-        agent.agent_name = f.agent_name;
-        agent.language = f.language;
-        agent.stt_provider = f.stt_provider;
-        agent.tts_voice = f.tts_voice;
-        agent.llm_provider = f.llm_provider;
-        agent.llm_model = f.llm_model;
-        agent.llm_temperature = f.llm_temperature;
-        agent.voicemail_response_delay = f.voicemail_response_delay;
-        if let Some(p) = input.tts_provider {
-            agent.tts_provider = p;
-        }
-        if let Some(p) = input.system_prompt {
-            agent.system_prompt = p;
-        }
-        if let Some(v) = input.speak_first {
-            agent.speak_first = v;
-        }
-        if let Some(v) = input.end_call_tool {
-            agent.end_call_tool = v;
-        }
-        if let Some(v) = input.recording_enabled {
-            agent.recording_enabled = v;
-        }
-        if let Some(v) = input.voicemail_detection {
-            agent.voicemail_detection = v;
-        }
-        if let Some(ids) = &input.custom_tools {
-            agent.custom_tools = Self::check_ids(IdKind::Tool, "custom_tools", ids)?;
-        }
-        if let Some(ids) = &input.kb_document_ids {
-            agent.kb_document_ids = Self::check_ids(IdKind::Document, "kb_document_ids", ids)?;
-        }
-        if let Some(ids) = &input.assigned_phone_number_ids {
-            agent.assigned_phone_number_ids =
-                Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids)?;
-        }
-        agent.updated_at = self.now().max(agent.updated_at);
+        let id = IdKind::Agent.parse(agent_id)?;
+        let custom_tools = input
+            .custom_tools
+            .as_deref()
+            .map(|ids| Self::check_ids(IdKind::Tool, "custom_tools", ids))
+            .transpose()?;
+        let kb_document_ids = input
+            .kb_document_ids
+            .as_deref()
+            .map(|ids| Self::check_ids(IdKind::Document, "kb_document_ids", ids))
+            .transpose()?;
+        let assigned = input
+            .assigned_phone_number_ids
+            .as_deref()
+            .map(|ids| Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids))
+            .transpose()?;
+        let now = self.now();
+        let change = Box::new(move |agent: &mut Agent| {
+            let f = AgentFields::check(
+                input.agent_name.as_deref().unwrap_or(&agent.agent_name),
+                input.language.as_deref().unwrap_or(&agent.language),
+                input.stt_provider.as_deref().unwrap_or(&agent.stt_provider),
+                input.tts_voice.as_deref().unwrap_or(&agent.tts_voice),
+                input.llm_provider.as_deref().unwrap_or(&agent.llm_provider),
+                input.llm_model.as_deref().unwrap_or(&agent.llm_model),
+                input.llm_temperature.unwrap_or(agent.llm_temperature),
+                input
+                    .voicemail_response_delay
+                    .unwrap_or(agent.voicemail_response_delay),
+            )?;
+            agent.agent_name = f.agent_name;
+            agent.language = f.language;
+            agent.stt_provider = f.stt_provider;
+            agent.tts_voice = f.tts_voice;
+            agent.llm_provider = f.llm_provider;
+            agent.llm_model = f.llm_model;
+            agent.llm_temperature = f.llm_temperature;
+            agent.voicemail_response_delay = f.voicemail_response_delay;
+            if let Some(p) = input.tts_provider {
+                agent.tts_provider = p;
+            }
+            if let Some(p) = input.system_prompt {
+                agent.system_prompt = p;
+            }
+            if let Some(v) = input.speak_first {
+                agent.speak_first = v;
+            }
+            if let Some(v) = input.end_call_tool {
+                agent.end_call_tool = v;
+            }
+            if let Some(v) = input.recording_enabled {
+                agent.recording_enabled = v;
+            }
+            if let Some(v) = input.voicemail_detection {
+                agent.voicemail_detection = v;
+            }
+            if let Some(ids) = custom_tools {
+                agent.custom_tools = ids;
+            }
+            if let Some(ids) = kb_document_ids {
+                agent.kb_document_ids = ids;
+            }
+            if let Some(ids) = assigned {
+                agent.assigned_phone_number_ids = ids;
+            }
+            agent.updated_at = now.max(agent.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::AgentUpdated, By::changing(actor));
         self.after_write(
             self.repo
-                .agent_update(&agent, &self.event_stamp(EventType::AgentUpdated, by))
+                .agent_update(&actor.organization_id, &id, change, &stamp)
                 .await,
-        )?;
-        // Read back: the assigned numbers are kept in creation order by the repository.
-        self.agent_view(actor, &agent.agent_id).await
+        )?
+        .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }
 
     /// Deletes an agent; its phone numbers become unassigned. Past calls keep its id and name.

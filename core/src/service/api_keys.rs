@@ -140,7 +140,7 @@ impl Service {
                     org,
                     &key_id,
                     self.now(),
-                    &self.event_stamp(EventType::ApiKeyRevoked, By::updating(actor, &key)?),
+                    &self.event_stamp(EventType::ApiKeyRevoked, By::changing(actor)),
                 )
                 .await,
         )?;

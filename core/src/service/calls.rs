@@ -79,48 +79,55 @@ impl Service {
         input: CallUpdate,
     ) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
-        let mut call = self.call_view(actor, call_sid).await?;
-        let by = By::updating(actor, &call)?;
-        if let Some(status) = input.status {
-            call.status = status;
-        }
-        if let Some(reason) = &input.end_reason {
-            call.end_reason = Some(validate::text("end_reason", reason, 100)?);
-        }
-        if let Some(billing) = &input.billing_status {
-            call.billing_status = Some(validate::text("billing_status", billing, 50)?);
-        }
-        if let Some(t) = input.start_time {
-            call.start_time = Some(t);
-        }
-        if let Some(t) = input.end_time {
-            call.end_time = Some(t);
-        }
-        if let (Some(start), Some(end)) = (call.start_time, call.end_time) {
-            if end < start {
-                return Err(Error::invalid("end_time must not be before start_time"));
+        let call_sid = IdKind::Call.parse(call_sid)?;
+        let now = self.now();
+        let change = Box::new(move |call: &mut Call| {
+            if let Some(status) = input.status {
+                call.status = status;
             }
-            if input.duration_seconds.is_none()
-                && (input.start_time.is_some() || input.end_time.is_some())
-            {
-                call.duration_seconds = Some(start.seconds_until(end));
+            if let Some(reason) = &input.end_reason {
+                call.end_reason = Some(validate::text("end_reason", reason, 100)?);
             }
-        }
-        if let Some(d) = input.duration_seconds {
-            call.duration_seconds = Some(validate::number("duration_seconds", d, 0.0, 1e9)?);
-        }
-        if let Some(c) = input.total_cost {
-            call.total_cost = validate::number("total_cost", c, 0.0, 1e12)?;
-        }
-        if let Some(t) = input.turn_count {
-            if t < 0 {
-                return Err(Error::invalid("turn_count must not be negative"));
+            if let Some(billing) = &input.billing_status {
+                call.billing_status = Some(validate::text("billing_status", billing, 50)?);
             }
-            call.turn_count = t;
-        }
-        call.updated_at = self.now().max(call.updated_at);
-        let event = self.event(EventType::CallUpdated, &call, by)?;
-        self.after_write(self.repo.call_update(&call, &event).await)?;
-        Ok(call)
+            if let Some(t) = input.start_time {
+                call.start_time = Some(t);
+            }
+            if let Some(t) = input.end_time {
+                call.end_time = Some(t);
+            }
+            if let (Some(start), Some(end)) = (call.start_time, call.end_time) {
+                if end < start {
+                    return Err(Error::invalid("end_time must not be before start_time"));
+                }
+                if input.duration_seconds.is_none()
+                    && (input.start_time.is_some() || input.end_time.is_some())
+                {
+                    call.duration_seconds = Some(start.seconds_until(end));
+                }
+            }
+            if let Some(d) = input.duration_seconds {
+                call.duration_seconds = Some(validate::number("duration_seconds", d, 0.0, 1e9)?);
+            }
+            if let Some(c) = input.total_cost {
+                call.total_cost = validate::number("total_cost", c, 0.0, 1e12)?;
+            }
+            if let Some(t) = input.turn_count {
+                if t < 0 {
+                    return Err(Error::invalid("turn_count must not be negative"));
+                }
+                call.turn_count = t;
+            }
+            call.updated_at = now.max(call.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::CallUpdated, By::changing(actor));
+        self.after_write(
+            self.repo
+                .call_update(&actor.organization_id, &call_sid, change, &stamp)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))
     }
 }

@@ -247,22 +247,25 @@ impl Service {
         input: DocumentUpdate,
     ) -> Result<Document> {
         actor.require(Permission::KbWrite)?;
-        let mut doc = self.document_view(actor, documentation_id).await?;
-        let before = doc.clone();
-        if let Some(name) = &input.name {
-            doc.name = validate::text("name", name, 200)?;
-        }
-        doc.updated_at = self.now().max(doc.updated_at);
-        let audit = self.audit_diff(
-            actor,
-            "document.update",
-            "document",
-            &doc.documentation_id,
-            Some(&before),
-            Some(&doc),
-        )?;
-        self.repo.document_update(&doc, &audit).await?;
-        Ok(doc)
+        let id = IdKind::Document.parse(documentation_id)?;
+        let name = input
+            .name
+            .as_deref()
+            .map(|v| validate::text("name", v, 200))
+            .transpose()?;
+        let now = self.now();
+        let change = Box::new(move |doc: &mut Document| {
+            if let Some(v) = name {
+                doc.name = v;
+            }
+            doc.updated_at = now.max(doc.updated_at);
+            Ok(())
+        });
+        let audit = self.audited_change(actor, "document.update", "document");
+        self.repo
+            .document_update(&actor.organization_id, &id, change, &audit)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))
     }
 
     /// Deletes a document with its chunks, cancelling its processing; agents that used it no

@@ -113,43 +113,54 @@ impl Service {
         input: IntegrationUpdate,
     ) -> Result<Integration> {
         actor.require(Permission::IntegrationsWrite)?;
-        let mut integration = self.integration_view(actor, integration_id).await?;
-        let before = integration.clone();
-        if let Some(name) = &input.name {
-            integration.name = validate::text("name", name, 200)?;
-        }
-        if let Some(c) = &input.category {
-            integration.category = category(c)?;
-        }
+        let id = IdKind::Integration.parse(integration_id)?;
+        let name = input
+            .name
+            .as_deref()
+            .map(|v| validate::text("name", v, 200))
+            .transpose()?;
+        let new_category = input.category.as_deref().map(category).transpose()?;
+        let mut audit = self.audited_change(actor, "integration.update", "integration");
         let sealed = match &input.credentials {
             Some(value) => {
-                let provider = TelephonyProvider::parse(&integration.provider)?;
+                // The provider never changes, so reading it before the write is safe.
+                let current = self.integration_view(actor, &id).await?;
+                let provider = TelephonyProvider::parse(&current.provider)?;
                 let credentials = TelephonyCredentials::parse(provider, value)?;
-                integration.status = IntegrationStatus::Active;
-                Some(self.seal(&credentials, &integration.integration_id)?)
+                // That the credentials were replaced, never what they are.
+                audit.extra.insert(
+                    "credentials".to_owned(),
+                    serde_json::json!([REDACTED, REDACTED]),
+                );
+                Some(self.seal(&credentials, &id)?)
             }
             None => None,
         };
-        integration.updated_at = self.now().max(integration.updated_at);
-        let mut audit = self.audit_diff(
-            actor,
-            "integration.update",
-            "integration",
-            &integration.integration_id,
-            Some(&before),
-            Some(&integration),
-        )?;
-        if sealed.is_some() {
-            // That the credentials were replaced, never what they are.
-            audit.changes.insert(
-                "credentials".to_owned(),
-                serde_json::json!([REDACTED, REDACTED]),
-            );
-        }
+        let replaced = sealed.is_some();
+        let now = self.now();
+        let change = Box::new(move |integration: &mut Integration| {
+            if let Some(v) = name {
+                integration.name = v;
+            }
+            if let Some(v) = new_category {
+                integration.category = v;
+            }
+            if replaced {
+                integration.status = IntegrationStatus::Active;
+            }
+            integration.updated_at = now.max(integration.updated_at);
+            Ok(())
+        });
         self.repo
-            .integration_update(&integration, sealed.as_deref(), None, Some(&audit))
-            .await?;
-        Ok(integration)
+            .integration_update(
+                &actor.organization_id,
+                &id,
+                change,
+                sealed.as_deref(),
+                &audit,
+            )
+            .await?
+            .ok_or_else(|| Error::not_found(format!("integration {id} not found")))
     }
 
     /// Makes a test call to the provider with the stored credentials and stores the outcome
@@ -165,12 +176,11 @@ impl Service {
     ) -> Result<Outcome<Integration>> {
         actor.require(Permission::IntegrationsRead)?;
         let id = IdKind::Integration.parse(integration_id)?;
-        let (mut integration, sealed) = self
+        let (integration, sealed) = self
             .repo
             .integration_get_sealed(&actor.organization_id, &id)
             .await?
             .ok_or_else(|| Error::not_found(format!("integration {id} not found")))?;
-        let by = By::updating(actor, &integration)?;
         let validator = self.telephony.as_ref().ok_or_else(|| {
             Error::Unavailable("telephony validation is not configured on this server".to_owned())
         })?;
@@ -178,17 +188,19 @@ impl Service {
         let credentials: TelephonyCredentials = serde_json::from_slice(&plain)
             .map_err(|_| Error::Internal(format!("stored credentials of {id} are not readable")))?;
         let outcome = validator.probe(&credentials).await;
-        let message = match &outcome {
-            ProbeOutcome::Valid => {
-                integration.status = IntegrationStatus::Active;
-                format!("{} accepted the credentials", integration.provider)
-            }
+        let (status, message) = match &outcome {
+            ProbeOutcome::Valid => (
+                IntegrationStatus::Active,
+                format!("{} accepted the credentials", integration.provider),
+            ),
             ProbeOutcome::Invalid(reason) => {
                 tracing::info!(integration_id = %id, %reason, "integration validation failed");
-                integration.status = IntegrationStatus::Invalid;
-                format!(
-                    "{} did not accept the credentials: {reason}",
-                    integration.provider
+                (
+                    IntegrationStatus::Invalid,
+                    format!(
+                        "{} did not accept the credentials: {reason}",
+                        integration.provider
+                    ),
                 )
             }
             ProbeOutcome::Unavailable(reason) => {
@@ -197,13 +209,21 @@ impl Service {
                 )));
             }
         };
-        integration.updated_at = self.now().max(integration.updated_at);
-        let event = self.event(EventType::IntegrationValidated, &integration, by)?;
-        self.after_write(
-            self.repo
-                .integration_update(&integration, None, Some(&event), None)
-                .await,
-        )?;
+        // Only the status is the probe's to write: a rename meanwhile stands.
+        let now = self.now();
+        let change = Box::new(move |integration: &mut Integration| {
+            integration.status = status;
+            integration.updated_at = now.max(integration.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::IntegrationValidated, By::changing(actor));
+        let integration = self
+            .after_write(
+                self.repo
+                    .integration_validated(&actor.organization_id, &id, change, &stamp)
+                    .await,
+            )?
+            .ok_or_else(|| Error::not_found(format!("integration {id} not found")))?;
         Ok(Outcome {
             data: integration,
             message,

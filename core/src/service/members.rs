@@ -97,10 +97,7 @@ impl Service {
                     .invitation_revoke(
                         org,
                         &id,
-                        &self.event_stamp(
-                            EventType::InvitationRevoked,
-                            By::updating(actor, &invitation)?,
-                        ),
+                        &self.event_stamp(EventType::InvitationRevoked, By::changing(actor)),
                     )
                     .await,
             )?
@@ -243,11 +240,8 @@ impl Service {
     ) -> Result<Member> {
         actor.require(Permission::MembersWrite)?;
         let id = IdKind::Membership.parse(membership_id)?;
-        // A missing member is refused by the write below, which then records nothing.
-        let by = match self.repo.member_get(&actor.organization_id, &id).await? {
-            Some(before) => By::updating(actor, &before)?,
-            None => By::Creating(actor),
-        };
+        // The member as it was is read by the write, which refuses a missing one.
+        let by = By::changing(actor);
         self.after_write(
             self.repo
                 .member_set_role(

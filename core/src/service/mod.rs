@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use crate::ids::{IdGenerator, IdKind, RandomIds};
 use crate::jobs::JobWaker;
 use crate::model::{
-    Agent, AuditActor, AuditEntry, AuditStamp, ChangeKind, Event, EventStamp, EventType,
-    audit_changes, audit_snapshot,
+    Agent, AuditActor, AuditEntry, AuditStamp, AuditedChange, ChangeKind, Event, EventStamp,
+    EventType, audit_changes, audit_snapshot,
 };
 use crate::page::Cursor;
 use crate::repo::Repository;
@@ -123,6 +123,12 @@ pub(crate) enum By<'a> {
 }
 
 impl<'a> By<'a> {
+    /// `actor` changes a resource the repository reads inside the write
+    /// ([`EventStamp::updated`] records what it was).
+    fn changing(actor: &'a Actor) -> Self {
+        Self::Updating(actor, serde_json::Value::Null)
+    }
+
     /// `actor` changes `before`.
     fn updating<T: serde::Serialize>(actor: &'a Actor, before: &T) -> Result<Self> {
         Ok(Self::Updating(actor, audit_snapshot(before)?))
@@ -250,6 +256,10 @@ impl Service {
     /// transaction; with the audit stamp of the caller who makes the change, if one does.
     fn event_stamp(&self, event_type: EventType, by: By<'_>) -> EventStamp {
         let created_at = self.now();
+        let preconditions = match &by {
+            By::Deleting(actor) | By::Updating(actor, _) => actor.request.preconditions.clone(),
+            By::System | By::Creating(_) => Default::default(),
+        };
         let audit = match by {
             By::System => None,
             By::Creating(actor) => Some(self.audit_stamp(actor, ChangeKind::Created, created_at)),
@@ -263,6 +273,7 @@ impl Service {
             event_type,
             created_at,
             audit,
+            preconditions,
         }
     }
 
@@ -290,6 +301,18 @@ impl Service {
     ) -> AuditEntry {
         self.audit_stamp(actor, ChangeKind::Created, self.now())
             .entry(action, resource_type, resource_id, changes)
+    }
+
+    /// The stamp of a change `actor` makes that records no event, named `action` on a
+    /// `resource_type`, with the caller's preconditions.
+    fn audited_change(&self, actor: &Actor, action: &str, resource_type: &str) -> AuditedChange {
+        AuditedChange {
+            stamp: self.audit_stamp(actor, ChangeKind::Created, self.now()),
+            action: action.to_owned(),
+            resource_type: resource_type.to_owned(),
+            preconditions: actor.request.preconditions.clone(),
+            extra: serde_json::Map::new(),
+        }
     }
 
     /// [`audit_entry`](Self::audit_entry) with the `changes` between two states of a resource

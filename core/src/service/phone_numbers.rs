@@ -25,14 +25,13 @@ fn agent_ref(id: &str) -> Result<String> {
 
 /// The provider a number gets: the integration's when there is one (a different explicit
 /// provider is a 400), else the explicit one, which is then required.
-fn provider_for(explicit: Option<&str>, integration: Option<&Integration>) -> Result<String> {
-    match (explicit, integration) {
-        (Some(p), Some(i)) if p.trim() != i.provider => Err(Error::invalid(format!(
-            "provider `{}` does not match the integration's provider `{}`",
+fn provider_for(explicit: Option<&str>, integration_provider: Option<&str>) -> Result<String> {
+    match (explicit, integration_provider) {
+        (Some(p), Some(i)) if p.trim() != i => Err(Error::invalid(format!(
+            "provider `{}` does not match the integration's provider `{i}`",
             crate::ids::truncate(p, 40),
-            i.provider
         ))),
-        (_, Some(i)) => Ok(i.provider.clone()),
+        (_, Some(i)) => Ok(i.to_owned()),
         (Some(p), None) => validate::text("provider", p, 50),
         (None, None) => Err(Error::invalid(
             "provider is required when no integration_id is given",
@@ -79,7 +78,10 @@ impl Service {
             Some(id) => Some(self.integration_ref(actor, id).await?),
             None => None,
         };
-        let provider = provider_for(input.provider.as_deref(), integration.as_ref())?;
+        let provider = provider_for(
+            input.provider.as_deref(),
+            integration.as_ref().map(|i| i.provider.as_str()),
+        )?;
         let assigned_agent_id = input
             .assigned_agent_id
             .as_deref()
@@ -144,41 +146,65 @@ impl Service {
         input: PhoneNumberUpdate,
     ) -> Result<PhoneNumber> {
         actor.require(Permission::PhoneNumbersWrite)?;
-        let mut number = self.phone_number_view(actor, phone_number_id).await?;
-        let by = By::updating(actor, &number)?;
-        if let Some(agent) = &input.assigned_agent_id {
-            number.assigned_agent_id = agent.as_deref().map(agent_ref).transpose()?;
-            number.status = status_for(&number.assigned_agent_id);
-        }
-        if input.integration_id.is_some() || input.provider.is_some() {
-            let integration = match &input.integration_id {
-                Some(Some(id)) => Some(self.integration_ref(actor, id).await?),
-                Some(None) => None,
-                None => match &number.integration_id {
-                    Some(id) => {
-                        self.repo
-                            .integration_get(&actor.organization_id, id)
-                            .await?
-                    }
-                    None => None,
-                },
-            };
-            // Without an integration the number keeps its provider unless a new one is given.
-            let fallback = integration.is_none().then_some(number.provider.as_str());
-            number.provider =
-                provider_for(input.provider.as_deref().or(fallback), integration.as_ref())?;
-            number.integration_id = integration.map(|i| i.integration_id);
-        }
-        if let Some(v) = input.supports_inbound {
-            number.supports_inbound = v;
-        }
-        if let Some(v) = input.supports_outbound {
-            number.supports_outbound = v;
-        }
-        number.updated_at = self.now().max(number.updated_at);
-        let event = self.event(EventType::PhoneNumberUpdated, &number, by)?;
-        self.after_write(self.repo.phone_number_update(&number, &event).await)?;
-        Ok(number)
+        let id = IdKind::PhoneNumber.parse(phone_number_id)?;
+        let assigned = input
+            .assigned_agent_id
+            .map(|agent| agent.as_deref().map(agent_ref).transpose())
+            .transpose()?;
+        // `Some(None)` detaches the integration; whether a named one still exists is checked
+        // again inside the write.
+        let integration = match &input.integration_id {
+            Some(Some(id)) => Some(Some(self.integration_ref(actor, id).await?)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        let now = self.now();
+        let change = Box::new(move |number: &mut PhoneNumber| {
+            if let Some(agent) = assigned {
+                number.assigned_agent_id = agent;
+                number.status = status_for(&number.assigned_agent_id);
+            }
+            if integration.is_some() || input.provider.is_some() {
+                // A number attached to an integration has that integration's provider (an
+                // integration never changes provider), so the current one stands for it.
+                let (integration_id, integration_provider) = match integration {
+                    Some(Some(i)) => (Some(i.integration_id), Some(i.provider)),
+                    Some(None) => (None, None),
+                    None => (
+                        number.integration_id.clone(),
+                        number
+                            .integration_id
+                            .as_ref()
+                            .map(|_| number.provider.clone()),
+                    ),
+                };
+                // Without an integration the number keeps its provider unless a new one is
+                // given.
+                let fallback = integration_provider
+                    .is_none()
+                    .then(|| number.provider.clone());
+                number.provider = provider_for(
+                    input.provider.as_deref().or(fallback.as_deref()),
+                    integration_provider.as_deref(),
+                )?;
+                number.integration_id = integration_id;
+            }
+            if let Some(v) = input.supports_inbound {
+                number.supports_inbound = v;
+            }
+            if let Some(v) = input.supports_outbound {
+                number.supports_outbound = v;
+            }
+            number.updated_at = now.max(number.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::PhoneNumberUpdated, By::changing(actor));
+        self.after_write(
+            self.repo
+                .phone_number_update(&actor.organization_id, &id, change, &stamp)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
     }
 
     /// Deletes a phone number.

@@ -127,51 +127,38 @@ impl Service {
         input: OrganizationSettingsUpdate,
     ) -> Result<OrganizationSettings> {
         actor.require(Permission::SettingsWrite)?;
-        let mut settings = self.organization_settings_view(actor).await?;
-        let before = settings;
-        for (field, change, slot) in [
-            (
-                "recording_retention_days",
-                input.recording_retention_days,
-                &mut settings.recording_retention_days,
-            ),
-            (
-                "transcript_retention_days",
-                input.transcript_retention_days,
-                &mut settings.transcript_retention_days,
-            ),
-            (
-                "call_retention_days",
-                input.call_retention_days,
-                &mut settings.call_retention_days,
-            ),
-        ] {
-            if let Some(days) = change {
-                if let Some(d) = days
-                    && !(1..=MAX_RETENTION_DAYS).contains(&d)
-                {
-                    return Err(Error::invalid(format!(
-                        "{field} must be between 1 and {MAX_RETENTION_DAYS} days, or null to keep forever"
-                    )));
-                }
-                *slot = days;
+        let fields = [
+            ("recording_retention_days", input.recording_retention_days),
+            ("transcript_retention_days", input.transcript_retention_days),
+            ("call_retention_days", input.call_retention_days),
+        ];
+        for (field, change) in fields {
+            if let Some(Some(d)) = change
+                && !(1..=MAX_RETENTION_DAYS).contains(&d)
+            {
+                return Err(Error::invalid(format!(
+                    "{field} must be between 1 and {MAX_RETENTION_DAYS} days, or null to keep forever"
+                )));
             }
         }
+        let change = Box::new(move |settings: &mut OrganizationSettings| {
+            let slots = [
+                &mut settings.recording_retention_days,
+                &mut settings.transcript_retention_days,
+                &mut settings.call_retention_days,
+            ];
+            for ((_, change), slot) in fields.into_iter().zip(slots) {
+                if let Some(days) = change {
+                    *slot = days;
+                }
+            }
+            Ok(())
+        });
+        let audit = self.audited_change(actor, "settings.update", "settings");
         self.repo
-            .organization_settings_set(
-                &actor.organization_id,
-                &settings,
-                &self.audit_diff(
-                    actor,
-                    "settings.update",
-                    "settings",
-                    &actor.organization_id,
-                    Some(&before),
-                    Some(&settings),
-                )?,
-            )
-            .await?;
-        Ok(settings)
+            .organization_settings_set(&actor.organization_id, change, &audit)
+            .await?
+            .ok_or_else(|| Error::not_found("this organization no longer exists"))
     }
 
     /// Applies every organization's retention policy once, in batches; returns how many calls

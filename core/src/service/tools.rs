@@ -142,34 +142,54 @@ impl Service {
         input: ToolUpdate,
     ) -> Result<Tool> {
         actor.require(Permission::ToolsWrite)?;
-        let mut tool = self.tool_view(actor, tool_id).await?;
-        let by = By::updating(actor, &tool)?;
-        if let Some(v) = &input.tool_name {
-            tool.tool_name = tool_name(v)?;
+        let id = IdKind::Tool.parse(tool_id)?;
+        // Every field is checked on its own, before the write.
+        let tool_name = input.tool_name.as_deref().map(tool_name).transpose()?;
+        let description = input
+            .tool_description
+            .as_deref()
+            .map(|v| validate::text("tool_description", v, 1000))
+            .transpose()?;
+        let method = input.http_method.as_deref().map(http_method).transpose()?;
+        let target = input.url.as_deref().map(url).transpose()?;
+        if let Some(v) = &input.headers {
+            headers(v)?;
         }
-        if let Some(v) = &input.tool_description {
-            tool.tool_description = validate::text("tool_description", v, 1000)?;
-        }
-        if let Some(v) = &input.http_method {
-            tool.http_method = http_method(v)?;
-        }
-        if let Some(v) = &input.url {
-            tool.url = url(v)?;
-        }
-        if let Some(v) = input.headers {
-            headers(&v)?;
-            tool.headers = v;
-        }
-        if let Some(v) = input.parameters {
-            tool.parameters = parameters(v)?;
-        }
-        if let Some(v) = input.timeout_seconds {
-            tool.timeout_seconds = timeout(v)?;
-        }
-        tool.updated_at = self.now().max(tool.updated_at);
-        let event = self.event(EventType::ToolUpdated, &tool, by)?;
-        self.after_write(self.repo.tool_update(&tool, &event).await)?;
-        Ok(tool)
+        let parameters = input.parameters.map(parameters).transpose()?;
+        let timeout_seconds = input.timeout_seconds.map(timeout).transpose()?;
+        let now = self.now();
+        let change = Box::new(move |tool: &mut Tool| {
+            if let Some(v) = tool_name {
+                tool.tool_name = v;
+            }
+            if let Some(v) = description {
+                tool.tool_description = v;
+            }
+            if let Some(v) = method {
+                tool.http_method = v;
+            }
+            if let Some(v) = target {
+                tool.url = v;
+            }
+            if let Some(v) = input.headers {
+                tool.headers = v;
+            }
+            if let Some(v) = parameters {
+                tool.parameters = v;
+            }
+            if let Some(v) = timeout_seconds {
+                tool.timeout_seconds = v;
+            }
+            tool.updated_at = now.max(tool.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::ToolUpdated, By::changing(actor));
+        self.after_write(
+            self.repo
+                .tool_update(&actor.organization_id, &id, change, &stamp)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found(format!("tool {id} not found")))
     }
 
     /// Deletes a tool; agents that used it no longer list it.

@@ -185,33 +185,38 @@ impl Service {
         input: WebhookUpdate,
     ) -> Result<Webhook> {
         actor.require(Permission::WebhooksWrite)?;
-        let mut webhook = self.webhook_view(actor, webhook_id).await?;
-        let before = webhook.clone();
-        if let Some(v) = &input.url {
-            webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
-        }
-        if let Some(v) = &input.events {
-            webhook.events = check_events(v)?;
-        }
-        if let Some(v) = &input.description {
-            webhook.description = check_description(Some(v))?;
-        }
-        if let Some(v) = input.status {
-            webhook.status = v;
-        }
-        webhook.updated_at = self.now().max(webhook.updated_at);
-        let audit = self.audit_diff(
-            actor,
-            "webhook.update",
-            "webhook",
-            &webhook.webhook_id,
-            Some(&before),
-            Some(&webhook),
-        )?;
-        if !self.repo.webhook_update(&webhook, &audit).await? {
-            return Err(not_found(&webhook.webhook_id));
-        }
-        Ok(webhook)
+        let id = IdKind::Webhook.parse(webhook_id)?;
+        let url = match &input.url {
+            Some(v) => Some(check_webhook_url(v, &self.webhooks.policy).await?),
+            None => None,
+        };
+        let events = input.events.as_deref().map(check_events).transpose()?;
+        let description = match &input.description {
+            Some(v) => Some(check_description(Some(v))?),
+            None => None,
+        };
+        let now = self.now();
+        let change = Box::new(move |webhook: &mut Webhook| {
+            if let Some(v) = url {
+                webhook.url = v;
+            }
+            if let Some(v) = events {
+                webhook.events = v;
+            }
+            if let Some(v) = description {
+                webhook.description = v;
+            }
+            if let Some(v) = input.status {
+                webhook.status = v;
+            }
+            webhook.updated_at = now.max(webhook.updated_at);
+            Ok(())
+        });
+        let audit = self.audited_change(actor, "webhook.update", "webhook");
+        self.repo
+            .webhook_update(&actor.organization_id, &id, change, &audit)
+            .await?
+            .ok_or_else(|| not_found(&id))
     }
 
     /// Deletes an endpoint and the record of its deliveries.
@@ -222,9 +227,7 @@ impl Service {
     ) -> Result<Outcome<Webhook>> {
         actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
-        let before = self.webhook_view(actor, &id).await?;
-        let audit =
-            self.audit_diff(actor, "webhook.delete", "webhook", &id, Some(&before), None)?;
+        let audit = self.audited_change(actor, "webhook.delete", "webhook");
         let webhook = self
             .repo
             .webhook_delete(&actor.organization_id, &id, &audit)

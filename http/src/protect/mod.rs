@@ -81,7 +81,14 @@ pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
             .and_then(|id| id.0.to_str().ok())
             .map(str::to_owned),
         ip: ip.map(|ip| ip.to_string()),
+        preconditions: preconditions_of(parts),
     }
+}
+
+/// The preconditions `conditional::dispatch` found for the write `parts` asks for; none for
+/// any other request.
+pub(crate) fn preconditions_of(parts: &Parts) -> voiceplane_core::precondition::Preconditions {
+    parts.extensions.get().cloned().unwrap_or_default()
 }
 
 /// Authenticates the caller of an organization operation, behind the per-IP limit of failed

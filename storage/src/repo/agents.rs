@@ -8,11 +8,11 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter,
     QueryTrait, TransactionTrait,
 };
-use voiceplane_core::Result;
 use voiceplane_core::model::{Agent, Event, EventStamp, PhoneNumberStatus};
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::AgentRepository;
+use voiceplane_core::repo::{AgentRepository, Change};
 use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
 
 use super::{keyset, lock_org, record_event, require_existing};
 use crate::SeaRepository;
@@ -298,11 +298,23 @@ impl AgentRepository for SeaRepository {
             .collect()
     }
 
-    async fn agent_update(&self, a: &Agent, event: &EventStamp) -> Result<()> {
+    async fn agent_update(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        change: Change<'_, Agent>,
+        event: &EventStamp,
+    ) -> Result<Option<Agent>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &a.organization_id).await?;
-        check_references(&txn, a).await?;
-        let mut row = agent_row(a)?;
+        // The organization lock keeps the references checked below from being deleted before
+        // the commit, and orders this write after any other of the organization in flight.
+        lock_org(&txn, organization_id).await?;
+        let Some(before) = get(&txn, organization_id, agent_id).await? else {
+            return Ok(None);
+        };
+        let a = event.change(&before, change)?;
+        check_references(&txn, &a).await?;
+        let mut row = agent_row(&a)?;
         row.created_at = sea_orm::ActiveValue::NotSet;
         agent::Entity::update_many()
             .set(row)
@@ -318,14 +330,15 @@ impl AgentRepository for SeaRepository {
             a.updated_at.as_micros(),
         )
         .await?;
-        assign_numbers(&txn, a).await?;
+        assign_numbers(&txn, &a).await?;
         // The agent as the write left it, numbers in the order a read returns them.
-        if let Some(updated) = get(&txn, &a.organization_id, &a.agent_id).await? {
-            record_event(&txn, &a.organization_id, &event.with(&updated)?).await?;
-        }
+        let updated = get(&txn, organization_id, agent_id)
+            .await?
+            .ok_or_else(|| Error::Internal("an updated agent vanished".into()))?;
+        record_event(&txn, organization_id, &event.updated(&before, &updated)?).await?;
         txn.commit().await.map_err(db_err)?;
         self.agents_changed().await;
-        Ok(())
+        Ok(Some(updated))
     }
 
     async fn agent_delete(

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DbBackend, EntityTrait, QueryFilter, QueryTrait,
+    ActiveValue::Set, ColumnTrait, DbBackend, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
     TransactionTrait,
 };
 use voiceplane_core::model::{ApiKey, ApiKeyStatus, Event, EventStamp};
@@ -131,6 +131,18 @@ impl ApiKeyRepository for SeaRepository {
         event: &EventStamp,
     ) -> Result<bool> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(before) = one(
+            &txn,
+            api_key::Entity::find_by_id(key_id.to_owned())
+                .filter(api_key::Column::OrganizationId.eq(organization_id))
+                .lock_exclusive(),
+            api_key_from,
+        )
+        .await?
+        else {
+            return Ok(false);
+        };
+        event.preconditions.check(&before)?;
         // One conditional write: of any number of concurrent revocations exactly one matches.
         let result = api_key::Entity::update_many()
             .col_expr(
@@ -154,7 +166,7 @@ impl ApiKeyRepository for SeaRepository {
         )
         .await?
         .ok_or_else(|| Error::Internal("revoked key vanished".to_owned()))?;
-        record_event(&txn, organization_id, &event.with(&key)?).await?;
+        record_event(&txn, organization_id, &event.updated(&before, &key)?).await?;
         let versions = ChangeFeed::raise_credentials(&txn).await?;
         txn.commit().await.map_err(db_err)?;
         self.changes.committed(versions).await;

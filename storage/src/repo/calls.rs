@@ -2,10 +2,12 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QuerySelect, TransactionTrait,
+};
 use voiceplane_core::Result;
-use voiceplane_core::model::{Call, Event, Recording};
-use voiceplane_core::repo::CallRepository;
+use voiceplane_core::model::{Call, Event, EventStamp, Recording};
+use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
 
 use super::{one, record_event, record_if_changed};
@@ -94,9 +96,27 @@ impl CallRepository for SeaRepository {
         .await
     }
 
-    async fn call_update(&self, c: &Call, event: &Event) -> Result<()> {
+    async fn call_update(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+    ) -> Result<Option<Call>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let result = call::Entity::update_many()
+        let Some(before) = one(
+            &txn,
+            call::Entity::find_by_id(call_sid.to_owned())
+                .filter(call::Column::OrganizationId.eq(organization_id))
+                .lock_exclusive(),
+            call_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let c = event.change(&before, change)?;
+        call::Entity::update_many()
             .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
             .col_expr(call::Column::EndReason, Expr::val(c.end_reason.clone()))
             .col_expr(
@@ -120,8 +140,9 @@ impl CallRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        record_if_changed(&txn, &c.organization_id, event, result.rows_affected).await?;
-        txn.commit().await.map_err(db_err)
+        record_event(&txn, organization_id, &event.updated(&before, &c)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(c))
     }
 
     async fn call_set_recording(

@@ -3,16 +3,17 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+    TransactionTrait,
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditEntry, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
+    AuditEntry, AuditedChange, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
     ProcessingStatus, SearchHit,
 };
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::DocumentRepository;
+use voiceplane_core::repo::{Change, DocumentRepository};
 use voiceplane_core::time::Timestamp;
 
 use super::{agents, all, chunks, jobs, keyset, lock_org, record_audit, record_event};
@@ -111,10 +112,28 @@ impl DocumentRepository for SeaRepository {
         .await
     }
 
-    async fn document_update(&self, d: &Document, audit: &AuditEntry) -> Result<()> {
+    async fn document_update(
+        &self,
+        organization_id: &str,
+        id: &str,
+        change: Change<'_, Document>,
+        audit: &AuditedChange,
+    ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(before) = document::Entity::find_by_id(id.to_owned())
+            .filter(document::Column::OrganizationId.eq(organization_id))
+            .lock_exclusive()
+            .one(&txn)
+            .await
+            .map_err(db_err)?
+            .map(document_from)
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let d = audit.change(&before, change)?;
         // The name only: processing may be writing the other fields at the same time.
-        let done = document::Entity::update_many()
+        document::Entity::update_many()
             .col_expr(document::Column::Name, Expr::value(d.name.clone()))
             .col_expr(
                 document::Column::UpdatedAt,
@@ -125,10 +144,10 @@ impl DocumentRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        if done.rows_affected > 0 {
-            record_audit(&txn, &d.organization_id, audit).await?;
-        }
-        txn.commit().await.map_err(db_err)
+        let entry = audit.entry(id, Some(&before), Some(&d))?;
+        record_audit(&txn, organization_id, &entry).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(d))
     }
 
     async fn document_delete(

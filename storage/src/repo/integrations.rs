@@ -2,15 +2,16 @@
 
 use async_trait::async_trait;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Select, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Select, TransactionTrait,
 };
-use voiceplane_core::model::{AuditEntry, Event, EventStamp, Integration, IntegrationFilter};
+use voiceplane_core::model::{AuditedChange, Event, EventStamp, Integration, IntegrationFilter};
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::{IntegrationDeletion, IntegrationRepository};
+use voiceplane_core::repo::{Change, IntegrationDeletion, IntegrationRepository};
 use voiceplane_core::{Error, Result};
 
 use super::phone_numbers::phone_number_from;
-use super::{all, keyset, lock_org, one, record_audit, record_event, record_if_changed};
+use super::{all, keyset, lock_org, one, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts};
 use crate::entity::{integration, phone_number};
@@ -45,6 +46,25 @@ fn integration_row(i: &Integration, sealed: &str) -> integration::ActiveModel {
 fn in_org(organization_id: &str, id: &str) -> Select<integration::Entity> {
     integration::Entity::find_by_id(id.to_owned())
         .filter(integration::Column::OrganizationId.eq(organization_id))
+}
+
+/// Writes name, category, status and `updated_at` of `i`, and the credentials when `sealed`
+/// is given.
+async fn write<C: ConnectionTrait>(db: &C, i: &Integration, sealed: Option<&str>) -> Result<()> {
+    let mut row = integration_row(i, sealed.unwrap_or_default());
+    row.created_at = sea_orm::ActiveValue::NotSet;
+    row.provider = sea_orm::ActiveValue::NotSet;
+    if sealed.is_none() {
+        row.credentials_ciphertext = sea_orm::ActiveValue::NotSet;
+    }
+    integration::Entity::update_many()
+        .set(row)
+        .filter(integration::Column::IntegrationId.eq(&i.integration_id))
+        .filter(integration::Column::OrganizationId.eq(&i.organization_id))
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }
 
 #[async_trait]
@@ -105,34 +125,52 @@ impl IntegrationRepository for SeaRepository {
 
     async fn integration_update(
         &self,
-        i: &Integration,
+        organization_id: &str,
+        integration_id: &str,
+        change: Change<'_, Integration>,
         sealed: Option<&str>,
-        event: Option<&Event>,
-        audit: Option<&AuditEntry>,
-    ) -> Result<()> {
-        let mut row = integration_row(i, sealed.unwrap_or_default());
-        row.created_at = sea_orm::ActiveValue::NotSet;
-        row.provider = sea_orm::ActiveValue::NotSet;
-        if sealed.is_none() {
-            row.credentials_ciphertext = sea_orm::ActiveValue::NotSet;
-        }
+        audit: &AuditedChange,
+    ) -> Result<Option<Integration>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let result = integration::Entity::update_many()
-            .set(row)
-            .filter(integration::Column::IntegrationId.eq(&i.integration_id))
-            .filter(integration::Column::OrganizationId.eq(&i.organization_id))
-            .exec(&txn)
-            .await
-            .map_err(db_err)?;
-        if let Some(event) = event {
-            record_if_changed(&txn, &i.organization_id, event, result.rows_affected).await?;
-        }
-        if let Some(entry) = audit
-            && result.rows_affected > 0
-        {
-            record_audit(&txn, &i.organization_id, entry).await?;
-        }
-        txn.commit().await.map_err(db_err)
+        let Some(before) = one(
+            &txn,
+            in_org(organization_id, integration_id).lock_exclusive(),
+            integration_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let after = audit.change(&before, change)?;
+        write(&txn, &after, sealed).await?;
+        let entry = audit.entry(integration_id, Some(&before), Some(&after))?;
+        record_audit(&txn, organization_id, &entry).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(after))
+    }
+
+    async fn integration_validated(
+        &self,
+        organization_id: &str,
+        integration_id: &str,
+        change: Change<'_, Integration>,
+        event: &EventStamp,
+    ) -> Result<Option<Integration>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(before) = one(
+            &txn,
+            in_org(organization_id, integration_id).lock_exclusive(),
+            integration_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let after = event.change(&before, change)?;
+        write(&txn, &after, None).await?;
+        record_event(&txn, organization_id, &event.updated(&before, &after)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(after))
     }
 
     async fn integration_delete(

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
-    TransactionTrait,
+    QuerySelect, TransactionTrait,
 };
 use voiceplane_core::model::{
     ApiKeyStatus, Event, EventStamp, Invitation, InvitationStatus, Member, Membership, User,
@@ -311,6 +311,18 @@ impl OrganizationRepository for SeaRepository {
         event: &EventStamp,
     ) -> Result<bool> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        let Some(before) = one(
+            &txn,
+            invitation::Entity::find_by_id(invite_id.to_owned())
+                .filter(invitation::Column::OrganizationId.eq(organization_id))
+                .lock_exclusive(),
+            invitation_from,
+        )
+        .await?
+        else {
+            return Ok(false);
+        };
+        event.preconditions.check(&before)?;
         let result = invitation::Entity::update_many()
             .col_expr(
                 invitation::Column::Status,
@@ -332,7 +344,7 @@ impl OrganizationRepository for SeaRepository {
         )
         .await?
         .ok_or_else(|| Error::Internal("revoked invitation vanished".to_owned()))?;
-        record_event(&txn, organization_id, &event.with(&invitation)?).await?;
+        record_event(&txn, organization_id, &event.updated(&before, &invitation)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -420,8 +432,9 @@ impl OrganizationRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        let before = member.clone();
         member.role = role;
-        record_event(&txn, organization_id, &event.with(&member)?).await?;
+        record_event(&txn, organization_id, &event.updated(&before, &member)?).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(member)
     }

@@ -6,10 +6,10 @@ use sea_orm::{
 };
 use voiceplane_core::model::{Event, EventStamp, PhoneNumber};
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::PhoneNumberRepository;
+use voiceplane_core::repo::{Change, PhoneNumberRepository};
 use voiceplane_core::{Error, Result};
 
-use super::{all, keyset, lock_org, one, record_event, record_if_changed, require_existing};
+use super::{all, keyset, lock_org, one, record_event, require_existing};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, enum_str, parse_enum, ts};
 use crate::entity::{agent, integration, phone_number};
@@ -139,23 +139,40 @@ impl PhoneNumberRepository for SeaRepository {
         .await
     }
 
-    async fn phone_number_update(&self, n: &PhoneNumber, event: &Event) -> Result<()> {
+    async fn phone_number_update(
+        &self,
+        organization_id: &str,
+        phone_number_id: &str,
+        change: Change<'_, PhoneNumber>,
+        event: &EventStamp,
+    ) -> Result<Option<PhoneNumber>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_org(&txn, &n.organization_id).await?;
-        check_references(&txn, n).await?;
-        let mut row = phone_number_row(n);
+        lock_org(&txn, organization_id).await?;
+        let Some(before) = one(
+            &txn,
+            phone_number::Entity::find_by_id(phone_number_id.to_owned())
+                .filter(phone_number::Column::OrganizationId.eq(organization_id)),
+            phone_number_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let n = event.change(&before, change)?;
+        check_references(&txn, &n).await?;
+        let mut row = phone_number_row(&n);
         row.created_at = sea_orm::ActiveValue::NotSet;
-        let result = phone_number::Entity::update_many()
+        phone_number::Entity::update_many()
             .set(row)
             .filter(phone_number::Column::PhoneNumberId.eq(&n.phone_number_id))
             .filter(phone_number::Column::OrganizationId.eq(&n.organization_id))
             .exec(&txn)
             .await
-            .map_err(|e| write_err(e, n))?;
-        record_if_changed(&txn, &n.organization_id, event, result.rows_affected).await?;
+            .map_err(|e| write_err(e, &n))?;
+        record_event(&txn, organization_id, &event.updated(&before, &n)?).await?;
         txn.commit().await.map_err(db_err)?;
         self.agents_changed().await;
-        Ok(())
+        Ok(Some(n))
     }
 
     async fn phone_number_delete(

@@ -10,8 +10,10 @@ use sea_orm::{
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
-use voiceplane_core::model::{AuditEntry, Call, EventType, OrganizationSettings, RecordingDeleted};
-use voiceplane_core::repo::{CallPart, CallRemoval, RetentionRepository};
+use voiceplane_core::model::{
+    AuditedChange, Call, EventType, OrganizationSettings, RecordingDeleted,
+};
+use voiceplane_core::repo::{CallPart, CallRemoval, Change, RetentionRepository};
 
 use super::calls::call_from;
 use super::jobs::enqueue_many;
@@ -147,11 +149,22 @@ impl RetentionRepository for SeaRepository {
     async fn organization_settings_set(
         &self,
         organization_id: &str,
-        settings: &OrganizationSettings,
-        audit: &AuditEntry,
-    ) -> Result<()> {
+        change: Change<'_, OrganizationSettings>,
+        audit: &AuditedChange,
+    ) -> Result<Option<OrganizationSettings>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let done = organization::Entity::update_many()
+        let Some(before) = organization::Entity::find_by_id(organization_id.to_owned())
+            .lock_exclusive()
+            .one(&txn)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(settings_from)
+        else {
+            return Ok(None);
+        };
+        let settings = audit.change(&before, change)?;
+        organization::Entity::update_many()
             .col_expr(
                 organization::Column::RecordingRetentionDays,
                 Expr::val(days_col(settings.recording_retention_days)),
@@ -168,10 +181,10 @@ impl RetentionRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        if done.rows_affected > 0 {
-            record_audit(&txn, organization_id, audit).await?;
-        }
-        txn.commit().await.map_err(db_err)
+        let entry = audit.entry(organization_id, Some(&before), Some(&settings))?;
+        record_audit(&txn, organization_id, &entry).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(settings))
     }
 
     async fn retention_policies(&self) -> Result<Vec<(String, OrganizationSettings)>> {

@@ -1,13 +1,15 @@
 //! Tools.
 
 use async_trait::async_trait;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QuerySelect, TransactionTrait,
+};
 use voiceplane_core::Result;
 use voiceplane_core::model::{Event, EventStamp, Tool};
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::ToolRepository;
+use voiceplane_core::repo::{Change, ToolRepository};
 
-use super::{agents, all, keyset, lock_org, one, record_event, record_if_changed};
+use super::{agents, all, keyset, lock_org, one, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, db_err_unique, from_json, to_json, ts};
 use crate::entity::tool;
@@ -89,17 +91,36 @@ impl ToolRepository for SeaRepository {
             .map_err(db_err)
     }
 
-    async fn tool_update(&self, t: &Tool, event: &Event) -> Result<()> {
+    async fn tool_update(
+        &self,
+        organization_id: &str,
+        tool_id: &str,
+        change: Change<'_, Tool>,
+        event: &EventStamp,
+    ) -> Result<Option<Tool>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let result = tool::Entity::update_many()
-            .set(tool_row(t)?)
+        let Some(before) = one(
+            &txn,
+            tool::Entity::find_by_id(tool_id.to_owned())
+                .filter(tool::Column::OrganizationId.eq(organization_id))
+                .lock_exclusive(),
+            tool_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let t = event.change(&before, change)?;
+        tool::Entity::update_many()
+            .set(tool_row(&t)?)
             .filter(tool::Column::ToolId.eq(&t.tool_id))
             .filter(tool::Column::OrganizationId.eq(&t.organization_id))
             .exec(&txn)
             .await
-            .map_err(|e| db_err_unique(e, duplicate_name(t)))?;
-        record_if_changed(&txn, &t.organization_id, event, result.rows_affected).await?;
-        txn.commit().await.map_err(db_err)
+            .map_err(|e| db_err_unique(e, duplicate_name(&t)))?;
+        record_event(&txn, organization_id, &event.updated(&before, &t)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some(t))
     }
 
     async fn tool_delete(

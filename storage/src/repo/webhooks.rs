@@ -4,17 +4,17 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Select,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect, Select,
     TransactionTrait,
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditEntry, Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event, EventType,
-    Webhook, WebhookStatus,
+    AuditEntry, AuditedChange, Delivery, DeliveryAttempt, DeliveryStatus, DeliveryTarget, Event,
+    EventType, Webhook, WebhookStatus,
 };
 use voiceplane_core::page::PageQuery;
-use voiceplane_core::repo::WebhookRepository;
+use voiceplane_core::repo::{Change, WebhookRepository};
 use voiceplane_core::time::Timestamp;
 
 use super::jobs::{enqueue, enqueue_many};
@@ -191,9 +191,25 @@ impl WebhookRepository for SeaRepository {
         .await
     }
 
-    async fn webhook_update(&self, w: &Webhook, audit: &AuditEntry) -> Result<bool> {
+    async fn webhook_update(
+        &self,
+        organization_id: &str,
+        webhook_id: &str,
+        change: Change<'_, Webhook>,
+        audit: &AuditedChange,
+    ) -> Result<Option<Webhook>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let done = webhook::Entity::update_many()
+        let Some(before) = one(
+            &txn,
+            in_org(organization_id, webhook_id).lock_exclusive(),
+            webhook_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let w = audit.change(&before, change)?;
+        webhook::Entity::update_many()
             .filter(webhook::Column::WebhookId.eq(&w.webhook_id))
             .filter(webhook::Column::OrganizationId.eq(&w.organization_id))
             .col_expr(webhook::Column::Url, Expr::value(w.url.clone()))
@@ -210,25 +226,29 @@ impl WebhookRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        if done.rows_affected != 1 {
-            return Ok(false);
-        }
-        record_audit(&txn, &w.organization_id, audit).await?;
+        let entry = audit.entry(webhook_id, Some(&before), Some(&w))?;
+        record_audit(&txn, organization_id, &entry).await?;
         txn.commit().await.map_err(db_err)?;
-        Ok(true)
+        Ok(Some(w))
     }
 
     async fn webhook_delete(
         &self,
         organization_id: &str,
         webhook_id: &str,
-        audit: &AuditEntry,
+        audit: &AuditedChange,
     ) -> Result<Option<Webhook>> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        let Some(found) = one(&txn, in_org(organization_id, webhook_id), webhook_from).await?
+        let Some(found) = one(
+            &txn,
+            in_org(organization_id, webhook_id).lock_exclusive(),
+            webhook_from,
+        )
+        .await?
         else {
             return Ok(None);
         };
+        audit.check(&found)?;
         // Deliveries go with their endpoint; deleted explicitly rather than trusting every
         // SQLite connection to enforce the cascade.
         webhook_delivery::Entity::delete_many()
@@ -240,7 +260,8 @@ impl WebhookRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        record_audit(&txn, organization_id, audit).await?;
+        let entry = audit.entry(webhook_id, Some(&found), None)?;
+        record_audit(&txn, organization_id, &entry).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(found))
     }

@@ -247,6 +247,7 @@ async fn a_test_that_fails_writes_neither_event_nor_delivery(ctx: &TestContext) 
         event_type: EventType::WebhookTest,
         created_at: ctx.clock.peek(),
         audit: None,
+        preconditions: Default::default(),
     }
     .with(&json!({"webhook_id": endpoint.webhook_id}))
     .unwrap();
