@@ -15,7 +15,8 @@
 //!
 //! Every run that ends is counted in [`crate::metrics::JOB_RUNS_TOTAL`] by kind and outcome.
 //!
-//! An idle runner does not poll the database in a loop: it sleeps until the next job is due,
+//! An idle runner does not poll the database in a loop: it sleeps until the next job of a kind
+//! it has a handler for is due (jobs of other kinds are left to the instances that run them),
 //! until a [`JobWaker`] tells it that a job was enqueued in this process, or at most
 //! [`RunnerConfig::idle_check`] (which bounds how late a job enqueued by another instance
 //! starts).
@@ -130,8 +131,10 @@ pub trait JobRepository: Send + Sync {
     async fn job_extend(&self, job_id: &str, worker: &str, lease_until: Timestamp) -> Result<()>;
     /// Hands back a job `worker` holds without counting the attempt (shutdown).
     async fn job_release(&self, job_id: &str, worker: &str) -> Result<()>;
-    /// When the next queued job is due, or the next lease ends.
-    async fn job_next_due(&self) -> Result<Option<Timestamp>>;
+    /// When the next queued job of `kinds` is due, or the next lease of one ends. Only the
+    /// kinds a runner can claim: a due job of another kind would wake it for nothing, at once
+    /// and again (an instance of another version, or without a document processor).
+    async fn job_next_due(&self, kinds: &[String]) -> Result<Option<Timestamp>>;
     /// A job and its state.
     async fn job_get(&self, job_id: &str) -> Result<Option<JobState>>;
 }
@@ -345,14 +348,20 @@ impl JobRunner {
         }
     }
 
+    /// The kinds this runner has handlers for, sorted: it claims, and waits for, only these,
+    /// so that an instance of another version leaves the rest alone.
+    pub fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self.handlers.keys().cloned().collect();
+        kinds.sort();
+        kinds
+    }
+
     async fn claim(&self, limit: u32) -> Vec<Job> {
         let now = self.clock.now();
         let lease_until = now.plus(self.config.lease);
-        // Only kinds this runner knows: an instance of another version leaves the rest alone.
-        let kinds: Vec<String> = self.handlers.keys().cloned().collect();
         match self
             .repo
-            .job_claim(&self.config.worker, &kinds, now, lease_until, limit)
+            .job_claim(&self.config.worker, &self.kinds(), now, lease_until, limit)
             .await
         {
             Ok(jobs) => jobs,
@@ -366,7 +375,7 @@ impl JobRunner {
     /// How long to sleep while idle: until the next due job, at most `idle_check`.
     async fn until_next_due(&self) -> Duration {
         let cap = self.config.idle_check;
-        match self.repo.job_next_due().await {
+        match self.repo.job_next_due(&self.kinds()).await {
             Ok(Some(due)) => due.saturating_since(self.clock.now()).min(cap),
             Ok(None) => cap,
             Err(e) => {

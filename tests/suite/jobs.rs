@@ -1,16 +1,18 @@
 //! The durable job runner on the real repository: a job runs and is gone, failures are
 //! retried with backoff until they succeed or run out of attempts, a hung run times out, a dead
 //! runner's job is claimed again once its lease ends, concurrent runners never run a job twice,
-//! and shutdown hands back what is still running.
+//! shutdown hands back what is still running, and a runner that shares the queue with jobs it
+//! has no handler for leaves them alone and sleeps.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
 use voiceplane_core::jobs::{
-    Done, Job, JobError, JobHandler, JobRepository, JobRunner, JobStatus, JobWaker, NewJob,
-    RunnerConfig,
+    Done, Job, JobError, JobHandler, JobRepository, JobRunner, JobState, JobStatus, JobWaker,
+    NewJob, RunnerConfig,
 };
 use voiceplane_core::time::Timestamp;
 use voiceplane_suite::{TestContext, db_tests, eventually};
@@ -252,7 +254,11 @@ async fn concurrent_runners_run_each_job_exactly_once(ctx: &TestContext) {
     let (stop2, task2, _) = start(ctx, script.clone(), config("w2"));
     eventually("every job ran", || async { script.seen().len() >= count }).await;
     eventually("every job is gone", || async {
-        ctx.repo.job_next_due().await.unwrap().is_none()
+        ctx.repo
+            .job_next_due(&["test".into()])
+            .await
+            .unwrap()
+            .is_none()
     })
     .await;
     let mut ids: Vec<String> = script.seen().into_iter().map(|(id, _)| id).collect();
@@ -350,7 +356,7 @@ async fn the_events_sweep_deletes_expired_events_and_runs_again(ctx: &TestContex
     assert_eq!(kept[0].data["tool_name"], "recent");
     eventually("the sweep is scheduled again", || async {
         ctx.repo
-            .job_next_due()
+            .job_next_due(&[voiceplane_core::service::EVENTS_SWEEP.into()])
             .await
             .unwrap()
             .is_some_and(|due| due > ctx.clock.peek().add_seconds(3500))
@@ -360,7 +366,155 @@ async fn the_events_sweep_deletes_expired_events_and_runs_again(ctx: &TestContex
     task.await.unwrap();
 }
 
+/// The repository, counting what a runner asks of it. `woken` is set by the test just before
+/// it wakes the runner, so that the calls made before it tell what the runner does on its own.
+struct Counting {
+    inner: voiceplane_storage::SeaRepository,
+    woken: AtomicBool,
+    claims_unwoken: AtomicUsize,
+    next_due_unwoken: AtomicUsize,
+}
+
+impl Counting {
+    fn unwoken(&self, counter: &AtomicUsize) {
+        if !self.woken.load(Ordering::SeqCst) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait]
+impl JobRepository for Counting {
+    async fn job_enqueue(&self, job: &NewJob) -> voiceplane_core::Result<bool> {
+        self.inner.job_enqueue(job).await
+    }
+    async fn job_claim(
+        &self,
+        worker: &str,
+        kinds: &[String],
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+    ) -> voiceplane_core::Result<Vec<Job>> {
+        self.unwoken(&self.claims_unwoken);
+        self.inner
+            .job_claim(worker, kinds, now, lease_until, limit)
+            .await
+    }
+    async fn job_complete(&self, job_id: &str, worker: &str) -> voiceplane_core::Result<()> {
+        self.inner.job_complete(job_id, worker).await
+    }
+    async fn job_retry(
+        &self,
+        job_id: &str,
+        worker: &str,
+        run_at: Timestamp,
+        error: &str,
+    ) -> voiceplane_core::Result<()> {
+        self.inner.job_retry(job_id, worker, run_at, error).await
+    }
+    async fn job_fail(
+        &self,
+        job_id: &str,
+        worker: &str,
+        error: &str,
+    ) -> voiceplane_core::Result<()> {
+        self.inner.job_fail(job_id, worker, error).await
+    }
+    async fn job_reschedule(
+        &self,
+        job_id: &str,
+        worker: &str,
+        run_at: Timestamp,
+    ) -> voiceplane_core::Result<()> {
+        self.inner.job_reschedule(job_id, worker, run_at).await
+    }
+    async fn job_extend(
+        &self,
+        job_id: &str,
+        worker: &str,
+        lease_until: Timestamp,
+    ) -> voiceplane_core::Result<()> {
+        self.inner.job_extend(job_id, worker, lease_until).await
+    }
+    async fn job_release(&self, job_id: &str, worker: &str) -> voiceplane_core::Result<()> {
+        self.inner.job_release(job_id, worker).await
+    }
+    async fn job_next_due(&self, kinds: &[String]) -> voiceplane_core::Result<Option<Timestamp>> {
+        self.unwoken(&self.next_due_unwoken);
+        self.inner.job_next_due(kinds).await
+    }
+    async fn job_get(&self, job_id: &str) -> voiceplane_core::Result<Option<JobState>> {
+        self.inner.job_get(job_id).await
+    }
+}
+
+/// A runner whose queue holds a due job of a kind it has no handler for (a newer version's,
+/// say) claims once, finds nothing it can run, and sleeps until woken: it does not ask the
+/// database again and again because that job is due. Woken for a job of its own, it runs it,
+/// and the foreign job is still untouched.
+async fn an_idle_runner_leaves_foreign_jobs_alone_and_sleeps(ctx: &TestContext) {
+    let mut foreign = new_job("foreign", 3);
+    foreign.kind = "from.a.newer.version".into();
+    ctx.repo.job_enqueue(&foreign).await.unwrap();
+    let repo = Arc::new(Counting {
+        inner: ctx.repo.clone(),
+        woken: AtomicBool::new(false),
+        claims_unwoken: AtomicUsize::new(0),
+        next_due_unwoken: AtomicUsize::new(0),
+    });
+    let script = Script::with(vec![]);
+    let waker = JobWaker::default();
+    let mut cfg = config("w1");
+    // Long enough that only the test's wake-up can end the sleep.
+    cfg.idle_check = Duration::from_secs(3600);
+    let runner = JobRunner::new(repo.clone(), ctx.clock.clone(), waker.clone(), cfg)
+        .with_handler("test", script.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
+    eventually("the runner has gone idle", || async {
+        repo.next_due_unwoken.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+    // Twenty statements of the test's own: time, counted in work, for a runner that spins to
+    // claim again (one claim and one next-due read a turn), while the foreign job stays
+    // untouched.
+    for _ in 0..20 {
+        let state = ctx.repo.job_get("job_foreign").await.unwrap().unwrap();
+        assert_eq!((state.status, state.job.attempts), (JobStatus::Queued, 0));
+    }
+
+    // The proof that it sleeps rather than spins: a job of its own, enqueued and woken for,
+    // runs; by then a spinning runner would have claimed again and again.
+    ctx.repo.job_enqueue(&new_job("own", 3)).await.unwrap();
+    repo.woken.store(true, Ordering::SeqCst);
+    waker.wake();
+    eventually("the runner's own job ran", || async {
+        script.seen().len() == 1
+    })
+    .await;
+    assert_eq!(
+        (
+            repo.claims_unwoken.load(Ordering::SeqCst),
+            repo.next_due_unwoken.load(Ordering::SeqCst)
+        ),
+        (1, 1),
+        "before it was woken, the runner claimed once and then slept"
+    );
+    let state = ctx.repo.job_get("job_foreign").await.unwrap().unwrap();
+    assert_eq!(
+        (state.status, state.job.attempts),
+        (JobStatus::Queued, 0),
+        "the foreign job is left alone"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 db_tests!(
+    an_idle_runner_leaves_foreign_jobs_alone_and_sleeps,
     a_job_runs_once_and_is_gone,
     failures_are_retried_until_success_or_out_of_attempts,
     a_hung_run_times_out_and_is_retried,

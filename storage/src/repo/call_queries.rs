@@ -8,10 +8,10 @@
 //! however deep it is. The statements are public so that benchmarks can show their plans.
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, SimpleExpr};
+use sea_orm::sea_query::{Expr, SimpleExpr, UnionType};
 use sea_orm::{
-    ColumnTrait, DatabaseBackend, EntityTrait, QueryFilter, QuerySelect, QueryTrait, Select,
-    Statement,
+    ColumnTrait, DatabaseBackend, EntityTrait, FromQueryResult, QueryFilter, QuerySelect,
+    QueryTrait, Select, Statement,
 };
 use voiceplane_core::Result;
 use voiceplane_core::model::{Call, CallQuery, CallStats, StatsGroup, StatsGroupBy, StatsTotals};
@@ -194,30 +194,66 @@ fn aggregates(select: Select<call::Entity>) -> Select<call::Entity> {
         )
 }
 
-fn stats_select(
+/// The calls of `query`'s totals, marked `total = 1` and with no key, in the columns of a
+/// group's row.
+fn totals_select(
     backend: DatabaseBackend,
     organization_id: &str,
     query: &CallQuery,
-    group_by: Option<StatsGroupBy>,
 ) -> Select<call::Entity> {
-    let select = filtered(backend, organization_id, query);
-    match group_by {
-        None => aggregates(select),
-        Some(by) => {
-            let (bucket, key) = grouping(backend, by);
-            aggregates(select).expr_as(key, "key").group_by(bucket)
-        }
-    }
+    aggregates(filtered(backend, organization_id, query))
+        .expr_as(Expr::cust("1"), "total")
+        .expr_as(Expr::cust("CAST(NULL AS TEXT)"), "key")
 }
 
-/// The statement of call statistics: totals without `group_by`, one row per key with it.
+/// One row per group of `query`'s calls, marked `total = 0`.
+fn groups_select(
+    backend: DatabaseBackend,
+    organization_id: &str,
+    query: &CallQuery,
+    by: StatsGroupBy,
+) -> Select<call::Entity> {
+    let (bucket, key) = grouping(backend, by);
+    aggregates(filtered(backend, organization_id, query))
+        .expr_as(Expr::cust("0"), "total")
+        .expr_as(key, "key")
+        .group_by(bucket)
+}
+
+/// The statement of call statistics: the totals row, and with `group_by` one row per key
+/// after it. Totals and groups are one statement (`UNION ALL`), so that they are read from
+/// one snapshot and always agree: as two statements, a call written between them (and on
+/// Postgres, under READ COMMITTED, even inside one transaction) was counted by one and not
+/// the other.
 pub fn stats_statement(
     backend: DatabaseBackend,
     organization_id: &str,
     query: &CallQuery,
     group_by: Option<StatsGroupBy>,
 ) -> Statement {
-    stats_select(backend, organization_id, query, group_by).build(backend)
+    let totals = totals_select(backend, organization_id, query);
+    match group_by {
+        None => totals.build(backend),
+        Some(by) => {
+            let mut both = totals.into_query();
+            both.union(
+                UnionType::All,
+                groups_select(backend, organization_id, query, by).into_query(),
+            );
+            backend.build(&both)
+        }
+    }
+}
+
+/// A row of [`stats_statement`].
+#[derive(Debug, FromQueryResult)]
+struct StatsRow {
+    calls: i64,
+    total_cost: f64,
+    total_duration_seconds: f64,
+    avg_duration_seconds: Option<f64>,
+    total: i32,
+    key: Option<String>,
 }
 
 #[async_trait]
@@ -254,45 +290,39 @@ impl CallQueryRepository for SeaRepository {
         group_by: Option<StatsGroupBy>,
     ) -> Result<CallStats> {
         let backend = self.db.get_database_backend();
-        let (calls, total_cost, total_duration_seconds, avg_duration_seconds) =
-            stats_select(backend, organization_id, query, None)
-                .into_tuple::<(i64, f64, f64, Option<f64>)>()
-                .one(&self.db)
-                .await
-                .map_err(db_err)?
-                .unwrap_or((0, 0.0, 0.0, None));
-        let mut groups = match group_by {
-            None => Vec::new(),
-            Some(by) => stats_select(backend, organization_id, query, Some(by))
-                .into_tuple::<(i64, f64, f64, Option<f64>, Option<String>)>()
+        let rows =
+            StatsRow::find_by_statement(stats_statement(backend, organization_id, query, group_by))
                 .all(&self.db)
                 .await
-                .map_err(db_err)?
-                .into_iter()
-                .map(
-                    |(calls, total_cost, total_duration_seconds, avg_duration_seconds, key)| {
-                        StatsGroup {
-                            key,
-                            calls,
-                            total_cost,
-                            total_duration_seconds,
-                            avg_duration_seconds,
-                        }
-                    },
-                )
-                .collect(),
+                .map_err(db_err)?;
+        let mut totals = StatsTotals {
+            calls: 0,
+            total_cost: 0.0,
+            total_duration_seconds: 0.0,
+            avg_duration_seconds: None,
         };
+        let mut groups = Vec::new();
+        for row in rows {
+            if row.total == 1 {
+                totals = StatsTotals {
+                    calls: row.calls,
+                    total_cost: row.total_cost,
+                    total_duration_seconds: row.total_duration_seconds,
+                    avg_duration_seconds: row.avg_duration_seconds,
+                };
+            } else {
+                groups.push(StatsGroup {
+                    key: row.key,
+                    calls: row.calls,
+                    total_cost: row.total_cost,
+                    total_duration_seconds: row.total_duration_seconds,
+                    avg_duration_seconds: row.avg_duration_seconds,
+                });
+            }
+        }
         // The same order on both databases, whose NULL orders differ: keys ascending, the
         // calls without a key last.
         groups.sort_by(|a, b| (a.key.is_none(), &a.key).cmp(&(b.key.is_none(), &b.key)));
-        Ok(CallStats {
-            totals: StatsTotals {
-                calls,
-                total_cost,
-                total_duration_seconds,
-                avg_duration_seconds,
-            },
-            groups,
-        })
+        Ok(CallStats { totals, groups })
     }
 }

@@ -311,9 +311,13 @@ impl JobRepository for SeaRepository {
         .await
     }
 
-    async fn job_next_due(&self) -> Result<Option<Timestamp>> {
+    async fn job_next_due(&self, kinds: &[String]) -> Result<Option<Timestamp>> {
+        if kinds.is_empty() {
+            return Ok(None);
+        }
         let queued = job::Entity::find()
             .filter(job::Column::Status.eq(QUEUED))
+            .filter(job::Column::Kind.is_in(kinds))
             .order_by_asc(job::Column::RunAt)
             .limit(1)
             .one(&self.db)
@@ -322,6 +326,7 @@ impl JobRepository for SeaRepository {
             .map(|m| m.run_at);
         let lease = job::Entity::find()
             .filter(job::Column::Status.eq(RUNNING))
+            .filter(job::Column::Kind.is_in(kinds))
             .order_by_asc(job::Column::LockedUntil)
             .limit(1)
             .one(&self.db)

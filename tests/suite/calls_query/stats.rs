@@ -1,4 +1,5 @@
-//! `GET /api/calls/stats`: totals and groups equal what this test computes from its calls.
+//! `GET /api/calls/stats`: totals and groups equal what this test computes from its calls,
+//! and agree with each other while calls are being written.
 
 use std::collections::BTreeMap;
 
@@ -161,4 +162,63 @@ async fn stats_equal_the_sums_of_the_filtered_calls(ctx: &TestContext) {
     server.stop().await;
 }
 
-db_tests!(stats_equal_the_sums_of_the_filtered_calls);
+/// While calls are created, every answer's totals are the sum of its groups: both are read
+/// from one snapshot, never the totals before a call and the groups after it.
+async fn totals_and_groups_agree_while_calls_are_written(ctx: &TestContext) {
+    let admin = ctx.admin("Acme").await;
+    let agent = ctx
+        .service
+        .agent_create(&admin, new_agent("Ann"))
+        .await
+        .unwrap();
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let service = ctx.service.clone();
+        let admin = admin.clone();
+        let writing = writing.clone();
+        tokio::spawn(async move {
+            let mut written = 0;
+            while writing.load(std::sync::atomic::Ordering::SeqCst) {
+                service
+                    .call_create(&admin, new_call(&agent.agent_id))
+                    .await
+                    .unwrap();
+                written += 1;
+            }
+            written
+        })
+    };
+    let mut reads = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    // Enough reads to fall between the writes many times over.
+    while reads < 200 || seen.len() < 20 {
+        let stats = ctx
+            .service
+            .call_stats(
+                &admin,
+                &CallFilter::default(),
+                &StatsGrouping {
+                    group_by: Some(StatsGroupBy::Status),
+                },
+            )
+            .await
+            .unwrap();
+        let grouped: i64 = stats.groups.iter().map(|g| g.calls).sum();
+        assert_eq!(
+            stats.totals.calls, grouped,
+            "read {reads}: the totals count {} calls and the groups {grouped}",
+            stats.totals.calls
+        );
+        seen.insert(stats.totals.calls);
+        reads += 1;
+        assert!(reads < 100_000, "the writer made no progress");
+    }
+    writing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.await.unwrap();
+    assert!(written >= 20, "{written} calls written during the reads");
+}
+
+db_tests!(
+    stats_equal_the_sums_of_the_filtered_calls,
+    totals_and_groups_agree_while_calls_are_written,
+);

@@ -88,7 +88,12 @@ async fn every_event_fans_out_to_the_enabled_endpoints_subscribed_to_it(ctx: &Te
             .is_empty()
     );
     assert_eq!(delivery_jobs(ctx).await, scheduled);
-    let due = ctx.repo.job_next_due().await.unwrap().unwrap();
+    let due = ctx
+        .repo
+        .job_next_due(&["webhook.deliver".into()])
+        .await
+        .unwrap()
+        .unwrap();
     assert!(due <= event.created_at);
 
     // A change that fails writes neither its event nor a delivery nor a job.

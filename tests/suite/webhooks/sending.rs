@@ -317,7 +317,11 @@ async fn two_runners_deliver_each_event_once(ctx: &TestContext) {
     .await;
     // Both runners idle: nothing is left to deliver, and nothing arrived twice.
     eventually("no job is left", || async {
-        ctx.repo.job_next_due().await.unwrap().is_none()
+        ctx.repo
+            .job_next_due(&["webhook.deliver".into()])
+            .await
+            .unwrap()
+            .is_none()
     })
     .await;
     let mut ids: Vec<String> = received(&receiver)
