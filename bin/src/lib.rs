@@ -343,13 +343,14 @@ pub async fn serve(
         ),
         ..RunnerConfig::default()
     });
+    let job_kinds = runner.kinds();
     let jobs = tokio::spawn(runner.run(async move {
         let _ = stopped.await;
     }));
     let metrics = config
         .metrics
         .enabled
-        .then(|| metrics::Metrics::install(repo))
+        .then(|| metrics::Metrics::install(repo, &job_kinds))
         .flatten();
     let upkeep = metrics.clone().map(|m| tokio::spawn(m.upkeep()));
     info!("listening on http://{addr}");

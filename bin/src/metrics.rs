@@ -104,6 +104,21 @@ fn describe() {
     );
 }
 
+/// Registers, at 0, the series that would otherwise appear only at their first event, so
+/// that `/metrics` lists every documented series from start-up (Prometheus cannot tell a
+/// series not yet created from one that is not reported): the job and webhook counters for
+/// each kind and outcome, and the request counter and histogram of unmatched requests. The
+/// request series of an operation appear with its first request: a status for each of them
+/// would be a guess. The gauges are read at every scrape.
+fn export_zeros(job_kinds: &[String]) {
+    use voiceplane_http::metrics as http;
+    voiceplane_core::metrics::export_job_counters(job_kinds);
+    metrics::counter!(http::REQUESTS_TOTAL, "operation" => http::UNMATCHED, "status" => "404")
+        .increment(0);
+    // A histogram is listed once registered, with empty buckets.
+    let _ = metrics::histogram!(http::REQUEST_DURATION_SECONDS, "operation" => http::UNMATCHED);
+}
+
 /// The metrics endpoint's state: the recorder, and the repository sampled at scrape time.
 pub struct Metrics {
     handle: PrometheusHandle,
@@ -120,13 +135,18 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// Installs the process's recorder (once) and returns the endpoint over `repo`; `None`
-    /// when the recorder cannot be installed (the reason is logged).
-    pub fn install(repo: SeaRepository) -> Option<Arc<Self>> {
+    /// Installs the process's recorder (once) and returns the endpoint over `repo`, with
+    /// every documented series exported from now on (at 0 until its first event) for a job
+    /// runner of `job_kinds`; `None` when the recorder cannot be installed (the reason is
+    /// logged).
+    pub fn install(repo: SeaRepository, job_kinds: &[String]) -> Option<Arc<Self>> {
+        let handle = recorder()?;
+        export_zeros(job_kinds);
         Some(Arc::new(Self {
-            handle: recorder()?,
+            handle,
             repo,
-            kinds: Mutex::default(),
+            // Reported from the first scrape, at 0 while they have no jobs.
+            kinds: Mutex::new(job_kinds.iter().cloned().collect()),
         }))
     }
 

@@ -379,6 +379,96 @@ fn metrics_count_requests_jobs_and_deliveries() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The metric names of README's "Metrics" table, and its list of job kinds.
+fn documented() -> (Vec<String>, Vec<String>) {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("### Metrics")
+        .nth(1)
+        .expect("README has a Metrics section");
+    let section = section.split("\n## ").next().unwrap();
+    let names: Vec<String> = section
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `voiceplane_"))
+        .map(|rest| format!("voiceplane_{}", rest.split('`').next().unwrap()))
+        .collect();
+    let kinds: Vec<String> = section
+        .split("Job kinds: ")
+        .nth(1)
+        .expect("README lists the job kinds")
+        .split("`.")
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|kind| kind.trim().trim_matches('`').to_owned())
+        .collect();
+    (names, kinds)
+}
+
+/// The first scrape, before any request, lists every series README documents: each metric,
+/// the job counters and gauges of every documented kind, and the webhook attempts of every
+/// outcome at 0.
+#[test]
+fn metrics_list_every_documented_series_from_start_up() {
+    let (names, kinds) = documented();
+    assert!(names.len() >= 7, "{names:?}");
+    assert!(kinds.len() >= 5, "{kinds:?}");
+    let dir = temp_dir();
+    let env = [("VOICEPLANE_SECRETS__MASTER_KEY", MASTER_KEY)];
+    let server = Server::spawn(&dir, &env);
+    runtime().block_on(async {
+        let http = reqwest::Client::new();
+        let first = scrape(&http, &server.base).await;
+        for name in &names {
+            assert!(
+                first
+                    .iter()
+                    .any(|s| s.name == *name || s.name == format!("{name}_count")),
+                "{name} is documented but not exported at start-up: {first:?}"
+            );
+        }
+        for kind in &kinds {
+            for outcome in ["succeeded", "retried", "failed"] {
+                let labels = [("kind", kind.as_str()), ("outcome", outcome)];
+                // Present, though not always 0: the recurring sweeps run at start.
+                assert!(
+                    has(&first, "voiceplane_job_runs_total", &labels),
+                    "{labels:?}: {first:?}"
+                );
+            }
+            for state in ["due", "scheduled", "running", "failed"] {
+                let labels = [("kind", kind.as_str()), ("state", state)];
+                assert!(
+                    has(&first, "voiceplane_jobs", &labels),
+                    "{labels:?}: {first:?}"
+                );
+            }
+        }
+        for outcome in ["succeeded", "retrying", "failed"] {
+            let labels = [("outcome", outcome)];
+            assert!(
+                has(
+                    &first,
+                    "voiceplane_webhook_delivery_attempts_total",
+                    &labels
+                ),
+                "{labels:?}: {first:?}"
+            );
+            assert_eq!(
+                value(
+                    &first,
+                    "voiceplane_webhook_delivery_attempts_total",
+                    &labels
+                ),
+                0.0
+            );
+        }
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn metrics_can_be_turned_off() {
     let dir = temp_dir();
