@@ -29,8 +29,12 @@
 //!
 //! A thread that hits the timeout is **abandoned, not killed**: Rust cannot stop a thread from
 //! outside, so it keeps its CPU and memory until the parser returns (its answer is then
-//! dropped), and each such document holds one thread meanwhile. The size limit bounds how much
-//! a single document can hold; nothing bounds how many abandoned threads pile up.
+//! dropped). So parser threads are bounded: at most [`Processor::with_parser_threads`] (4 by
+//! default) are alive at once, abandoned ones included, each holding a semaphore permit until
+//! its parser returns. A document that finds them all taken waits for one without a thread of
+//! its own, and its timeout starts when its parse does; if runaway parses hold them all for
+//! long, the job that processes it times out and is retried later, rather than the process
+//! piling up threads. The size limit bounds how much a single document can hold.
 //!
 //! The first [`Processor::new`] installs a process-wide panic hook that stays silent for
 //! panics on the parser threads (their message may quote document content and always names
@@ -45,12 +49,13 @@ mod pdf;
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use text_splitter::{Characters, ChunkConfig, TextSplitter};
+use tokio::sync::Semaphore;
 use voiceplane_core::knowledge::{
     APPLICATION_PDF, DocumentProcessor, Extracted, TEXT_HTML, TEXT_MARKDOWN, TEXT_PLAIN,
 };
@@ -89,10 +94,65 @@ impl Default for Limits {
     }
 }
 
+/// Parser threads alive at once by default.
+const PARSER_THREADS: usize = 4;
+
 /// The knowledge-base [`DocumentProcessor`]: bounded text extraction and chunking.
 pub struct Processor {
     limits: Limits,
     splitter: TextSplitter<Characters>,
+    parsers: Parsers,
+}
+
+/// Runs parses on threads of their own, at most a fixed number alive at once, however many
+/// were abandoned after their timeout.
+#[derive(Debug, Clone)]
+struct Parsers(Arc<Semaphore>);
+
+/// Why [`Parsers::run`] has no answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Unanswered {
+    /// The parse took longer than its timeout; its thread runs on until it returns.
+    TimedOut,
+    /// No thread could be started.
+    NoThread,
+    /// The thread ended without answering: only an unwinding `send` could do that.
+    Silent,
+}
+
+impl Parsers {
+    fn new(threads: usize) -> Self {
+        Self(Arc::new(Semaphore::new(threads.max(1))))
+    }
+
+    /// `parse`'s answer, run on a parser thread once one is free, within `timeout` (counted
+    /// from the start of the parse, not of the wait for a thread).
+    async fn run<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        parse: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Unanswered> {
+        let permit = Arc::clone(&self.0)
+            .acquire_owned()
+            .await
+            .map_err(|_| Unanswered::NoThread)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(THREAD_NAME.to_owned())
+            .stack_size(STACK_SIZE)
+            .spawn(move || {
+                // Held until the parser returns, after a timeout too: that is the bound.
+                let _permit = permit;
+                // After a timeout nobody waits for the answer any more.
+                let _ = tx.send(parse());
+            })
+            .map_err(|_| Unanswered::NoThread)?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) => Err(Unanswered::Silent),
+            Err(_) => Err(Unanswered::TimedOut),
+        }
+    }
 }
 
 impl Processor {
@@ -106,7 +166,15 @@ impl Processor {
         Processor {
             limits,
             splitter: TextSplitter::new(config),
+            parsers: Parsers::new(PARSER_THREADS),
         }
+    }
+
+    /// Keeps at most `threads` parser threads alive at once (at least 1), abandoned ones
+    /// included; 4 by default.
+    pub fn with_parser_threads(mut self, threads: usize) -> Self {
+        self.parsers = Parsers::new(threads);
+        self
     }
 }
 
@@ -136,32 +204,25 @@ impl DocumentProcessor for Processor {
         }
 
         let max_pages = self.limits.max_pages;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
-            .name(THREAD_NAME.to_owned())
-            .stack_size(STACK_SIZE)
-            .spawn(move || {
-                let result = panic::catch_unwind(AssertUnwindSafe(|| kind.read(&bytes, max_pages)))
-                    .unwrap_or_else(|_| Err(kind.unreadable()));
-                if PANICKED.replace(false) {
-                    tracing::warn!(
-                        media_type,
-                        "a document parser panicked; the document is reported as unreadable"
-                    );
-                }
-                // After a timeout nobody waits for the answer any more.
-                let _ = tx.send(result);
-            })
-            .map_err(|_| {
+        let parse = move || {
+            let result = panic::catch_unwind(AssertUnwindSafe(|| kind.read(&bytes, max_pages)))
+                .unwrap_or_else(|_| Err(kind.unreadable()));
+            if PANICKED.replace(false) {
+                tracing::warn!(
+                    media_type,
+                    "a document parser panicked; the document is reported as unreadable"
+                );
+            }
+            result
+        };
+        match self.parsers.run(self.limits.timeout, parse).await {
+            Ok(result) => result,
+            Err(Unanswered::Silent) => Err(kind.unreadable()),
+            Err(Unanswered::NoThread) => Err(
                 "the document could not be processed now (no thread is available); try again later"
-                    .to_owned()
-            })?;
-
-        match tokio::time::timeout(self.limits.timeout, rx).await {
-            Ok(Ok(result)) => result,
-            // The thread ended without answering: only an unwinding `send` could do that.
-            Ok(Err(_)) => Err(kind.unreadable()),
-            Err(_) => Err(format!(
+                    .to_owned(),
+            ),
+            Err(Unanswered::TimedOut) => Err(format!(
                 "processing the document took longer than {}",
                 human_duration(self.limits.timeout)
             )),
@@ -293,6 +354,48 @@ fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Parses that hang past their timeout keep their threads, and no more than the bound are
+    /// ever alive: the next parse waits (its own timeout not yet running) until a hung one
+    /// returns, then runs.
+    #[tokio::test]
+    async fn timed_out_parser_threads_are_bounded() {
+        let parsers = Parsers::new(2);
+        let alive = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let hang = |release: std::sync::mpsc::Receiver<()>| {
+            let (alive, most) = (Arc::clone(&alive), Arc::clone(&most));
+            move || {
+                let now = alive.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let _ = release.recv();
+                alive.fetch_sub(1, Ordering::SeqCst);
+            }
+        };
+        let mut releases = Vec::new();
+        for _ in 0..2 {
+            let (release, released) = std::sync::mpsc::channel();
+            releases.push(release);
+            let answer = parsers.run(Duration::from_millis(10), hang(released)).await;
+            assert_eq!(answer, Err(Unanswered::TimedOut));
+        }
+        assert_eq!(alive.load(Ordering::SeqCst), 2, "abandoned, not killed");
+
+        let third = tokio::spawn({
+            let parsers = parsers.clone();
+            async move { parsers.run(Duration::from_secs(5), || "parsed").await }
+        });
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!third.is_finished(), "a third thread started beside two");
+        releases.remove(0).send(()).unwrap();
+        assert_eq!(third.await.unwrap(), Ok("parsed"));
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        releases.remove(0).send(()).unwrap();
+    }
 
     #[test]
     fn sizes_and_durations_read_as_people_write_them() {
