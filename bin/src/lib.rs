@@ -183,6 +183,10 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             policy,
             config.webhooks.schedule().unwrap_or_default(),
         )
+        .with_resolver(
+            Arc::new(voiceplane_clients::SystemResolver),
+            voiceplane_core::webhooks::RESOLVE_TIMEOUT,
+        )
         .with_event_retention(std::time::Duration::from_secs(
             u64::try_from(config.events.retention_days)
                 .unwrap_or(u64::MAX)

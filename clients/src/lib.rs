@@ -65,7 +65,7 @@ pub use jwks::{HttpJwksSource, JWKS_MAX_BYTES, JWKS_TIMEOUT};
 pub use provider_one::{ProviderOne, ProviderOneSettings};
 pub use provider_two::{ProviderTwo, ProviderTwoSettings};
 pub use telephony::{HttpTelephonyValidator, TelephonySettings};
-pub use webhooks::{HttpWebhookSender, WebhookSenderSettings};
+pub use webhooks::{HttpWebhookSender, SystemResolver, WebhookSenderSettings};
 
 /// Installs rustls' *ring* crypto provider as the process default, once. Every
 /// `reqwest::Client` in this workspace needs it (reqwest is built without a provider of its

@@ -233,6 +233,20 @@ impl Resolve for PublicOnly {
     }
 }
 
+/// The system resolver (`getaddrinfo`, on tokio's blocking threads), for the check of an
+/// endpoint's URL when it is created or changed
+/// ([`Service::with_resolver`](voiceplane_core::service::Service::with_resolver), which
+/// bounds each lookup with its timeout).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+#[async_trait]
+impl voiceplane_core::webhooks::Resolver for SystemResolver {
+    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        Ok(tokio::net::lookup_host((host, port)).await?.collect())
+    }
+}
+
 /// A name the system resolver could not resolve.
 #[derive(Debug)]
 struct Unresolved(std::io::Error);

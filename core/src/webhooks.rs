@@ -8,7 +8,7 @@
 //! that a hostname which later resolves to an internal address (DNS rebinding) is still refused.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,6 +22,22 @@ use url::{Host, Url};
 use crate::error::{Error, Result};
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// Resolves host names, for the check of an endpoint's URL when it is created or changed.
+/// Core defines it and does not implement it: resolving is I/O (the system resolver blocks a
+/// thread per lookup), which belongs to the adapters (`voiceplane_clients::SystemResolver`).
+/// The service bounds every lookup with a timeout of its own
+/// ([`Service::with_resolver`](crate::service::Service::with_resolver)), so an implementation
+/// need not, and one that never answers costs the request that timeout.
+#[async_trait]
+pub trait Resolver: Send + Sync {
+    /// The addresses `host` resolves to (`port` is carried into them); an error when it does
+    /// not resolve.
+    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>>;
+}
+
+/// How long the check of an endpoint's URL waits for its host to resolve.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What every endpoint secret starts with.
 pub const WEBHOOK_SECRET_PREFIX: &str = "whsec_";

@@ -139,6 +139,20 @@ impl Service {
         self
     }
 
+    /// Resolves the host of an endpoint's URL with `resolver` when it is created or changed,
+    /// waiting at most `timeout` (e.g. [`RESOLVE_TIMEOUT`](crate::webhooks::RESOLVE_TIMEOUT)),
+    /// so that a name of a private address is refused at once rather than at its first
+    /// delivery; no answer in time is a 503. Without one, hostnames are judged at delivery
+    /// only, by the sender.
+    pub fn with_resolver(
+        mut self,
+        resolver: Arc<dyn crate::webhooks::Resolver>,
+        timeout: Duration,
+    ) -> Self {
+        self.webhooks.resolver = Some((resolver, timeout));
+        self
+    }
+
     /// Keeps events for `retention` (default 30 days); the sweep deletes older ones.
     pub fn with_event_retention(mut self, retention: Duration) -> Self {
         self.event_retention = retention;

@@ -96,6 +96,9 @@ struct WebhookDelivery {
     sender: Option<Arc<dyn crate::webhooks::WebhookSender>>,
     /// Where endpoints may point.
     policy: crate::webhooks::TargetPolicy,
+    /// Resolves an endpoint's host when it is created or changed, within the timeout; none:
+    /// hostnames are judged at delivery only.
+    resolver: Option<(Arc<dyn crate::webhooks::Resolver>, std::time::Duration)>,
     /// The delays between attempts.
     schedule: Vec<std::time::Duration>,
 }
@@ -171,6 +174,7 @@ impl Service {
             webhooks: WebhookDelivery {
                 sender: None,
                 policy: crate::webhooks::TargetPolicy::default(),
+                resolver: None,
                 schedule: deliveries::DEFAULT_RETRY_SCHEDULE
                     .iter()
                     .map(|s| std::time::Duration::from_secs(*s))

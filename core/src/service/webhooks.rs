@@ -12,7 +12,7 @@ use crate::model::{
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
-use crate::webhooks::{TargetPolicy, WebhookSecret};
+use crate::webhooks::{Resolver, TargetPolicy, WebhookSecret};
 
 /// How long the secret replaced by a rotation still signs deliveries, so that receivers can
 /// switch to the new one without missing any.
@@ -25,10 +25,15 @@ const DESCRIPTION_MAX: usize = 500;
 const URL_MAX: usize = 2048;
 
 /// Checks where deliveries may be sent: an absolute `http` or `https` URL with a host that,
-/// unless `policy` allows private targets, is no private address and resolves to none now (the
-/// sender checks again after resolving at delivery, so a name whose answer changes later is
-/// caught there). Returns the URL as given, trimmed.
-pub(crate) async fn check_webhook_url(value: &str, policy: &TargetPolicy) -> Result<String> {
+/// unless `policy` allows private targets, is no private address and, when a `resolver` is
+/// given, resolves to none now (the sender checks again after resolving at delivery, so a name
+/// whose answer changes later is caught there). Returns the URL as given, trimmed.
+pub(crate) async fn check_webhook_url(
+    value: &str,
+    policy: &TargetPolicy,
+    resolver: Option<&(dyn Resolver + '_)>,
+    timeout: std::time::Duration,
+) -> Result<String> {
     let value = value.trim();
     if value.len() > URL_MAX {
         return Err(Error::invalid(format!(
@@ -36,15 +41,22 @@ pub(crate) async fn check_webhook_url(value: &str, policy: &TargetPolicy) -> Res
         )));
     }
     let parsed = policy.check_url(value)?;
-    if let (false, Some(url::Host::Domain(host))) = (policy.allow_private, parsed.host()) {
+    if let (false, Some(url::Host::Domain(host)), Some(resolver)) =
+        (policy.allow_private, parsed.host(), resolver)
+    {
         let port = parsed.port_or_known_default().unwrap_or(443);
+        let Ok(answer) = tokio::time::timeout(timeout, resolver.resolve(host, port)).await else {
+            // No answer is not "no such name": the host may resolve to a private address, and
+            // the owner would learn it only from failed deliveries.
+            return Err(Error::Unavailable(format!(
+                "url's host {host} could not be resolved within {} s to check that it is not \
+                 a private address; try again later",
+                timeout.as_secs_f64()
+            )));
+        };
         // A name that does not resolve yet is accepted: its deliveries fail until it does, and
         // every address it resolves to then is checked before connecting.
-        let addrs = tokio::net::lookup_host((host, port))
-            .await
-            .into_iter()
-            .flatten();
-        for addr in addrs {
+        for addr in answer.into_iter().flatten() {
             if let Err(private) = policy.check_addr(addr.ip()) {
                 return Err(Error::invalid(format!(
                     "url's host {host} resolves to a private address ({}); private targets are \
@@ -55,6 +67,19 @@ pub(crate) async fn check_webhook_url(value: &str, policy: &TargetPolicy) -> Res
         }
     }
     Ok(value.to_owned())
+}
+
+impl Service {
+    /// [`check_webhook_url`] with this service's policy and resolver.
+    async fn check_webhook_url(&self, value: &str) -> Result<String> {
+        let resolver = self.webhooks.resolver.as_ref().map(|(r, _)| r.as_ref());
+        let timeout = self
+            .webhooks
+            .resolver
+            .as_ref()
+            .map_or(crate::webhooks::RESOLVE_TIMEOUT, |(_, t)| *t);
+        check_webhook_url(value, &self.webhooks.policy, resolver, timeout).await
+    }
 }
 
 /// Checks the subscribed event types: at least one, each a known type, none twice; or
@@ -123,7 +148,7 @@ impl Service {
     /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
     pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
         actor.require(Permission::WebhooksWrite)?;
-        let url = check_webhook_url(&input.url, &self.webhooks.policy).await?;
+        let url = self.check_webhook_url(&input.url).await?;
         let events = check_events(&input.events)?;
         let description = check_description(input.description.as_deref())?;
         let now = self.now();
@@ -188,7 +213,7 @@ impl Service {
         let mut webhook = self.webhook_view(actor, webhook_id).await?;
         let before = webhook.clone();
         if let Some(v) = &input.url {
-            webhook.url = check_webhook_url(v, &self.webhooks.policy).await?;
+            webhook.url = self.check_webhook_url(v).await?;
         }
         if let Some(v) = &input.events {
             webhook.events = check_events(v)?;

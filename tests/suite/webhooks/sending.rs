@@ -1,7 +1,8 @@
 //! Deliveries sent for real, by the job runner through the HTTP sender, to receivers on
 //! loopback: signed per Standard Webhooks (checked with the specification's reference library),
 //! retried on the schedule until a 2xx or the schedule's end, never sent to a disabled endpoint
-//! or a private address unless allowed, and signed with both secrets after a rotation.
+//! or a private address unless allowed (an endpoint's host resolved within a timeout when it is
+//! created or changed), and signed with both secrets after a rotation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -339,7 +340,85 @@ async fn two_runners_deliver_each_event_once(ctx: &TestContext) {
     task2.await.unwrap();
 }
 
+/// A resolver answering with fixed addresses, or never.
+struct FakeResolver(Option<Vec<std::net::IpAddr>>);
+
+#[async_trait::async_trait]
+impl voiceplane_core::webhooks::Resolver for FakeResolver {
+    async fn resolve(&self, _host: &str, port: u16) -> std::io::Result<Vec<std::net::SocketAddr>> {
+        match &self.0 {
+            Some(ips) => Ok(ips.iter().map(|ip| (*ip, port).into()).collect()),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// An endpoint's host is resolved when it is created or changed: a name of a private address
+/// is refused at once (400), and a resolver that never answers costs the request its timeout
+/// and a 503 naming the host, not a request that hangs.
+async fn an_endpoint_host_is_resolved_within_a_timeout(ctx: &TestContext) {
+    let admin = ctx.admin("Acme").await;
+    let with = |answer: Option<Vec<std::net::IpAddr>>| {
+        Service::clone(&ctx.service)
+            .with_resolver(Arc::new(FakeResolver(answer)), Duration::from_millis(100))
+    };
+    let hook = |url: &str| NewWebhook {
+        url: url.into(),
+        events: vec!["*".into()],
+        description: None,
+    };
+    let private = with(Some(vec!["10.1.2.3".parse().unwrap()]))
+        .webhook_create(&admin, hook("https://hooks.example.com/in"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&private, voiceplane_core::Error::InvalidInput(_))
+            && private
+                .to_string()
+                .contains("resolves to a private address (10.1.2.3)"),
+        "{private:?}"
+    );
+
+    let public = with(Some(vec!["93.184.216.34".parse().unwrap()]));
+    let created = public
+        .webhook_create(&admin, hook("https://hooks.example.com/in"))
+        .await
+        .unwrap();
+
+    let silent = with(None);
+    let timed_out = silent
+        .webhook_create(&admin, hook("https://slow.example.com/in"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&timed_out, voiceplane_core::Error::Unavailable(_))
+            && timed_out
+                .to_string()
+                .contains("slow.example.com could not be resolved within 0.1 s"),
+        "{timed_out:?}"
+    );
+    let update = silent
+        .webhook_update(
+            &admin,
+            &created.webhook.webhook_id,
+            serde_json::from_value(serde_json::json!({"url": "https://slow.example.com/in"}))
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&update, voiceplane_core::Error::Unavailable(_)),
+        "{update:?}"
+    );
+    // An IP literal needs no resolver.
+    silent
+        .webhook_create(&admin, hook("https://93.184.216.34/in"))
+        .await
+        .unwrap();
+}
+
 db_tests!(
+    an_endpoint_host_is_resolved_within_a_timeout,
     an_event_is_delivered_signed_and_recorded,
     failures_are_retried_on_the_schedule,
     disabled_endpoints_and_private_targets_get_nothing,
