@@ -136,8 +136,9 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// Installs the process's recorder (once) and returns the endpoint over `repo`, with
-    /// every documented series exported from now on (see [`export_zeros`]) for a job runner
-    /// of `job_kinds`; `None` when the recorder cannot be installed (the reason is logged).
+    /// every documented series exported from now on (at 0 until its first event) for a job
+    /// runner of `job_kinds`; `None` when the recorder cannot be installed (the reason is
+    /// logged).
     pub fn install(repo: SeaRepository, job_kinds: &[String]) -> Option<Arc<Self>> {
         let handle = recorder()?;
         export_zeros(job_kinds);

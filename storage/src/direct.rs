@@ -4,11 +4,20 @@
 //! row across a channel to it and back. On a two-core machine that hand-off cost more than
 //! everything else a read does: an authenticated agent read (two statements) spent about 55 %
 //! of its CPU in futex waits and wake-ups (see docs/ARCHITECTURE.md, "The hot read path").
-//! These reads run the same SQL, built by SeaORM for SQLite, through rusqlite on the task's own
-//! thread instead: the credential version, a key by the hash of its secret, an agent with its
-//! numbers, and a page of calls. Each is a read of a few rows through an index, tens of
-//! microseconds, so it runs inline rather than on a blocking thread (which would be a hand-off
-//! again). Everything else, and every write, still goes through SeaORM and sqlx.
+//! These reads run the same SQL, built by SeaORM for SQLite, through rusqlite instead: the
+//! credential version, a key by the hash of its secret, an agent with its numbers, and a page
+//! of calls. Everything else, and every write, still goes through SeaORM and sqlx.
+//!
+//! A read is tens of microseconds, but it can also wait: on the file's locks (up to the 5 s
+//! busy timeout, while another process recovers or checkpoints the database) or on a slow
+//! disk. On an async worker that wait would stall every request queued on the worker, so each
+//! read runs on tokio's blocking threads ([`DirectReads::run`]), at most [`readers`] of them at
+//! once: a semaphore permit travels with the read onto its thread, so even reads whose request
+//! was dropped count until they end, and a stuck disk holds that many threads, not more. The
+//! statements of one request run in one hand-off (an agent and its numbers, say). What a hot
+//! read costs in the common case is not a hand-off at all: keys and agents come from memory,
+//! and the change versions from the WAL index header (below), read inline with one `pread`
+//! of a file that is always in memory (SQLite maps it; it takes no lock).
 //!
 //! Connections are opened on demand, kept idle for the next read, and are read-only
 //! (`query_only`); in WAL mode a reader never waits for a writer. They share the file's
@@ -26,21 +35,31 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as Lite;
 use rusqlite::{Connection, OpenFlags, Row};
 use sea_orm::{DbBackend, Statement, Value};
+use tokio::sync::Semaphore;
 use voiceplane_core::cache::ChangeVersions;
 use voiceplane_core::{Error, Result};
 
 use crate::entity::{agent, api_key, call, phone_number};
 use crate::repo::changes::READ_VERSIONS as READ_VERSIONS_SQL;
 
-/// Idle connections kept for the next reads.
+/// Idle connections kept for the next reads: one for each reader.
 const MAX_IDLE: usize = 8;
+
+/// How many direct reads run at once, each on a blocking thread: one per core (a read is CPU
+/// work, when it does not wait), at least 2 so that one stuck read does not hold up the others,
+/// and at most one per idle connection kept.
+pub(crate) fn readers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(4, std::num::NonZero::get)
+        .clamp(2, MAX_IDLE)
+}
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -50,6 +69,24 @@ pub(crate) struct DirectReads {
     /// The WAL index being watched, once opened; `Some(None)` when it cannot be (the
     /// database is not in WAL mode), and the versions are then read every time.
     wal: Mutex<Option<Option<WalWatch>>>,
+    /// One permit per read running on a blocking thread.
+    running: Arc<Semaphore>,
+}
+
+/// The reads that block, handed to the closure of [`DirectReads::run`] on a blocking thread:
+/// only there can they be made.
+pub(crate) struct Reads<'a>(&'a DirectReads);
+
+impl Reads<'_> {
+    /// Every row `statement` (built for SQLite) returns, decoded by `decoder`.
+    pub(crate) fn all<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Vec<T>> {
+        self.0.all(statement, decoder)
+    }
+
+    /// The first row `statement` returns, decoded by `decoder`.
+    pub(crate) fn one<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Option<T>> {
+        Ok(self.all(statement, decoder)?.into_iter().next())
+    }
 }
 
 /// The size of one copy of the WAL-index header; the file starts with two.
@@ -128,18 +165,62 @@ fn failed(e: rusqlite::Error) -> Error {
 
 impl DirectReads {
     pub(crate) fn new(path: PathBuf) -> Self {
+        Self::with_readers(path, readers())
+    }
+
+    fn with_readers(path: PathBuf, readers: usize) -> Self {
         Self {
             path,
             idle: Mutex::default(),
             wal: Mutex::default(),
+            running: Arc::new(Semaphore::new(readers)),
         }
+    }
+
+    /// Runs `read` on a blocking thread once fewer than [`readers`] reads are running (the
+    /// wait is async: it holds no thread).
+    pub(crate) async fn run<T, F>(self: &Arc<Self>, read: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Reads<'_>) -> Result<T> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.running)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Unavailable("the database is closed".into()))?;
+        let this = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            // Released when the read ends, not when its request goes away.
+            let _permit = permit;
+            read(Reads(&this))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("a direct read did not finish: {e}")))?
+    }
+
+    /// The change versions: from the watch while the WAL-index header is the one seen at
+    /// the last read, inline (see the module documentation); else read on a reader thread.
+    pub(crate) async fn versions(self: &Arc<Self>) -> Result<ChangeVersions> {
+        if let Some(kept) = self.kept_versions() {
+            return Ok(kept);
+        }
+        self.run(|reads| reads.0.read_versions()).await
+    }
+
+    /// The versions kept, if the header still says nothing was committed since they were
+    /// read; `None` before the watch is opened (that opens a connection, which may wait).
+    fn kept_versions(&self) -> Option<ChangeVersions> {
+        let wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
+        let watch = wal.as_ref()?.as_ref()?;
+        let (seen, versions) = watch.last.as_ref()?;
+        (watch.header()? == *seen).then_some(*versions)
     }
 
     /// The change versions, read only when the WAL-index header has changed since the last
     /// read (see the module documentation). The header is taken before the row is read, so
     /// the pair kept can only be older than the header says, never newer: an unchanged header
     /// means nothing has been committed since the row was read.
-    pub(crate) fn versions(&self) -> Result<ChangeVersions> {
+    fn read_versions(&self) -> Result<ChangeVersions> {
         let header = {
             let mut wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
             let watch = wal.get_or_insert_with(|| WalWatch::open(self)).as_ref();
@@ -153,7 +234,7 @@ impl DirectReads {
             header
         };
         let read = Statement::from_string(DbBackend::Sqlite, READ_VERSIONS_SQL);
-        let versions = self
+        let versions = Reads(self)
             .one(&read, &VERSIONS)?
             .ok_or_else(crate::repo::changes::missing_row)?;
         if let Some(header) = header
@@ -204,8 +285,8 @@ impl DirectReads {
         result
     }
 
-    /// Every row `statement` (built for SQLite) returns, decoded by `decoder`.
-    pub(crate) fn all<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Vec<T>> {
+    /// Every row `statement` (built for SQLite) returns, decoded by `decoder`; blocks.
+    fn all<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Vec<T>> {
         debug_assert_eq!(statement.db_backend, DbBackend::Sqlite);
         let params = values(statement)?;
         self.with(|conn| {
@@ -225,11 +306,6 @@ impl DirectReads {
             })?;
             rows.collect()
         })
-    }
-
-    /// The first row `statement` returns, decoded by `decoder`.
-    pub(crate) fn one<T>(&self, statement: &Statement, decoder: &Decoder<T>) -> Result<Option<T>> {
-        Ok(self.all(statement, decoder)?.into_iter().next())
     }
 }
 
@@ -419,10 +495,61 @@ mod tests {
         assert_eq!(sqlite_file("postgres://u@h/db"), None);
     }
 
+    /// At most `readers` reads hold a blocking thread, even when the request that started
+    /// one is gone: the next read waits for the permit without a thread, then runs.
+    #[tokio::test]
+    async fn reads_beyond_the_bound_wait_for_a_running_one_to_end() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let reads = Arc::new(DirectReads::with_readers(PathBuf::from("unused.db"), 1));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (started, running) = tokio::sync::oneshot::channel::<()>();
+        // A read stuck (on a lock, a slow disk) until released, whose request goes away.
+        let stuck = tokio::spawn({
+            let reads = Arc::clone(&reads);
+            async move {
+                reads
+                    .run(move |_| {
+                        let _ = started.send(());
+                        let _ = released.recv();
+                        Ok(())
+                    })
+                    .await
+            }
+        });
+        running.await.unwrap();
+        stuck.abort();
+        assert!(stuck.await.unwrap_err().is_cancelled());
+
+        let ran = Arc::new(AtomicBool::new(false));
+        let next = tokio::spawn({
+            let (reads, ran) = (Arc::clone(&reads), Arc::clone(&ran));
+            async move {
+                reads
+                    .run(move |_| {
+                        ran.store(true, Ordering::SeqCst);
+                        Ok(())
+                    })
+                    .await
+            }
+        });
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !ran.load(Ordering::SeqCst) && !next.is_finished(),
+            "a second read ran beside the stuck one"
+        );
+        assert_eq!(reads.running.available_permits(), 0);
+        release.send(()).unwrap();
+        next.await.unwrap().unwrap();
+        assert!(ran.load(Ordering::SeqCst));
+    }
+
     /// Another process's commit, here another connection's, is seen on the next read; in
     /// between, the versions come from the watch.
-    #[test]
-    fn versions_follow_every_commit_of_another_connection() {
+    #[tokio::test]
+    async fn versions_follow_every_commit_of_another_connection() {
         let dir = std::env::temp_dir().join(format!("vp-direct-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("v.db");
@@ -434,12 +561,12 @@ mod tests {
                  INSERT INTO change_version VALUES (1, 0, 0);",
             )
             .unwrap();
-        let reads = DirectReads::new(path);
+        let reads = Arc::new(DirectReads::new(path));
         let at = |credentials, agents| ChangeVersions {
             credentials,
             agents,
         };
-        assert_eq!(reads.versions().unwrap(), at(0, 0));
+        assert_eq!(reads.versions().await.unwrap(), at(0, 0));
         let watched = || {
             let wal = reads.wal.lock().unwrap();
             wal.as_ref().unwrap().as_ref().unwrap().last.map(|(_, v)| v)
@@ -449,9 +576,9 @@ mod tests {
             writer
                 .execute("UPDATE change_version SET agents = agents + 1", [])
                 .unwrap();
-            assert_eq!(reads.versions().unwrap(), at(0, n));
+            assert_eq!(reads.versions().await.unwrap(), at(0, n));
             assert_eq!(
-                reads.versions().unwrap(),
+                reads.versions().await.unwrap(),
                 at(0, n),
                 "unchanged: from the watch"
             );
@@ -459,7 +586,7 @@ mod tests {
         writer
             .execute("UPDATE change_version SET credentials = 9", [])
             .unwrap();
-        assert_eq!(reads.versions().unwrap(), at(9, 3));
+        assert_eq!(reads.versions().await.unwrap(), at(9, 3));
         drop((reads, writer));
         std::fs::remove_dir_all(&dir).unwrap();
     }

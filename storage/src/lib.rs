@@ -121,7 +121,8 @@ pub struct SeaRepository {
     changes: Arc<ChangeFeed>,
     /// Whether the Postgres listener of `changes` has been started.
     listening: Arc<std::sync::OnceLock<()>>,
-    /// The hot reads of a SQLite file, on the calling thread (`direct.rs`).
+    /// The hot reads of a SQLite file, through rusqlite on bounded blocking threads
+    /// (`direct.rs`).
     direct: Option<Arc<DirectReads>>,
 }
 
@@ -251,9 +252,9 @@ impl SeaRepository {
 
     /// The direct reads of a SQLite file, while the pool is open: a closed repository (shut
     /// down) reads nothing, whichever way.
-    pub(crate) fn direct(&self) -> Option<&DirectReads> {
+    pub(crate) fn direct(&self) -> Option<&Arc<DirectReads>> {
         self.direct
-            .as_deref()
+            .as_ref()
             .filter(|_| !self.db.inner.get_sqlite_connection_pool().is_closed())
     }
 

@@ -1,6 +1,7 @@
 //! Invariants under concurrent requests: one revocation among many, no phone number left
-//! pointing at a deleted integration, never an organization without an admin, and instances
-//! migrating a fresh database together.
+//! pointing at a deleted integration, never an organization without an admin, instances
+//! migrating a fresh database together, and a SQLite read that waits on a lock holding up no
+//! other request.
 
 use std::sync::Arc;
 
@@ -262,3 +263,95 @@ db_tests!(
     integration_delete_never_orphans_a_number,
     two_admins_demoting_each_other_leave_one_admin,
 );
+
+/// Holds SQLite's WAL read locks of `db` (bytes 123–127 of its `-shm` file: `WAL_READ_LOCK(0..4)`
+/// at `120 + 3 + i`, as SQLite's unix VFS lays them out), as a connection of another process
+/// could: a read that starts meanwhile finds no read mark it may take and waits, retrying, until
+/// they are released. An open-file-description lock conflicts with the POSIX locks SQLite takes
+/// in this same process, where a plain `fcntl` lock would not. Released when dropped.
+#[cfg(target_os = "linux")]
+fn hold_wal_read_locks(db: &std::path::Path) -> std::fs::File {
+    use nix::fcntl::{FcntlArg, fcntl};
+    use nix::libc;
+
+    let mut shm = db.as_os_str().to_owned();
+    shm.push("-shm");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm)
+        .unwrap();
+    let lock = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 123,
+        l_len: 5,
+        l_pid: 0,
+    };
+    // A read transaction that is running holds one of them for an instant: try again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fcntl(&file, FcntlArg::F_OFD_SETLK(&lock)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the WAL read locks stay taken"
+        );
+        std::thread::yield_now();
+    }
+    file
+}
+
+/// A calls page whose SQLite read waits on a lock does not hold up an unrelated request. On a
+/// runtime with a single thread, the page's read is started and the test goes on: had the read
+/// run on that thread, the test would resume only after it gave up. `/healthz` then answers
+/// over HTTP while the page still waits, and the page is read once the lock is gone. SQLite
+/// only: the reads that run outside sqlx are those of a SQLite file.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_read_waiting_on_a_locked_database_holds_up_no_other_request() {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let ctx = TestContext::sqlite().await;
+            let admin = ctx.admin("Acme").await;
+            let server = TestServer::start(&ctx).await;
+            let page = || {
+                let service = Arc::clone(&ctx.service);
+                let admin = admin.clone();
+                async move {
+                    service
+                        .call_list(
+                            &admin,
+                            &CallFilter::default(),
+                            &CallSearch::default(),
+                            &PageParams::default(),
+                        )
+                        .await
+                }
+            };
+            // Opens the reader's connection, so that the next read waits on the lock alone.
+            page().await.unwrap();
+
+            let locks = hold_wal_read_locks(ctx.sqlite_file().unwrap());
+            let waiting = tokio::spawn(page());
+            // The page runs up to its read, which waits.
+            tokio::task::yield_now().await;
+            assert!(
+                !waiting.is_finished(),
+                "the page's read ran on the runtime's thread and gave up before the test resumed"
+            );
+            let health = http_client()
+                .get(server.url("/healthz"))
+                .send()
+                .await
+                .expect("/healthz answers while the page waits");
+            assert_eq!(health.status(), reqwest::StatusCode::OK);
+            assert!(!waiting.is_finished(), "the page waits for the lock");
+            drop(locks);
+            let read = waiting.await.unwrap();
+            assert!(read.is_ok(), "{read:?}");
+            server.stop().await;
+            ctx.cleanup().await;
+        });
+}

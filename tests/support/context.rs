@@ -168,6 +168,14 @@ impl TestContext {
         Some(Self::with_repo(Backend::Postgres, repo, Cleanup::Schema { url, schema }).await)
     }
 
+    /// The database file, on SQLite.
+    pub fn sqlite_file(&self) -> Option<&std::path::Path> {
+        match &self.cleanup {
+            Cleanup::File(path) => Some(path),
+            Cleanup::Schema { .. } => None,
+        }
+    }
+
     /// Removes the database file or schema. Tests that panic leave theirs behind; the next
     /// Postgres test sweeps schemas older than an hour.
     pub async fn cleanup(self) {

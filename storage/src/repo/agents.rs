@@ -252,13 +252,20 @@ impl AgentRepository for SeaRepository {
         let agent = agent::Entity::find_by_id(agent_id.to_owned())
             .filter(agent::Column::OrganizationId.eq(organization_id))
             .build(DbBackend::Sqlite);
-        let Some(agent) = direct.one(&agent, &direct::AGENT)? else {
-            return Ok(None);
-        };
         let numbers = phone_number::Entity::find()
             .filter(phone_number::Column::AssignedAgentId.eq(agent_id))
             .build(DbBackend::Sqlite);
-        agent_from(agent, direct.all(&numbers, &direct::PHONE_NUMBER)?).map(Some)
+        // Both statements in one hand-off to a reader thread.
+        let read = direct
+            .run(move |reads| {
+                let Some(agent) = reads.one(&agent, &direct::AGENT)? else {
+                    return Ok(None);
+                };
+                Ok(Some((agent, reads.all(&numbers, &direct::PHONE_NUMBER)?)))
+            })
+            .await?;
+        read.map(|(agent, numbers)| agent_from(agent, numbers))
+            .transpose()
     }
 
     async fn agent_list(&self, organization_id: &str, page: &PageQuery) -> Result<Vec<Agent>> {

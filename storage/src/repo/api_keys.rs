@@ -72,8 +72,10 @@ impl ApiKeyRepository for SeaRepository {
     async fn api_key_find_by_hash(&self, secret_hash: &str) -> Result<Option<ApiKey>> {
         let select = api_key::Entity::find().filter(api_key::Column::SecretHash.eq(secret_hash));
         if let Some(direct) = self.direct() {
+            let select = select.build(DbBackend::Sqlite);
             return direct
-                .one(&select.build(DbBackend::Sqlite), &direct::API_KEY)?
+                .run(move |reads| reads.one(&select, &direct::API_KEY))
+                .await?
                 .map(api_key_from)
                 .transpose();
         }

@@ -268,7 +268,8 @@ impl CallQueryRepository for SeaRepository {
         let statement = list_statement(backend, organization_id, query, page);
         if let Some(direct) = self.direct() {
             return direct
-                .all(&statement, &crate::direct::CALL)?
+                .run(move |reads| reads.all(&statement, &crate::direct::CALL))
+                .await?
                 .into_iter()
                 .map(call_from)
                 .collect();

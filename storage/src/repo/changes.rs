@@ -196,7 +196,7 @@ impl ChangeRepository for SeaRepository {
     /// listener that keeps the numbers in memory (after migrations, which create the row).
     async fn change_versions(&self) -> Result<ChangeVersions> {
         if let Some(direct) = self.direct() {
-            return direct.versions();
+            return direct.versions().await;
         }
         if self.db.get_database_backend() == DatabaseBackend::Postgres {
             self.listening.get_or_init(|| {
