@@ -371,7 +371,7 @@ pub trait DocumentRepository: Send + Sync {
         documentation_id: &str,
         job: &NewJob,
         now: Timestamp,
-        audit: &AuditEntry,
+        audit: &AuditedChange,
     ) -> Result<Option<Document>>;
     /// Marks the document `processing` and returns what processing reads, if `job_id` still
     /// owns its processing; `None` when the document is gone or another job took over.

@@ -128,22 +128,9 @@ impl Service {
         actor.require(Permission::KbWrite)?;
         let id = IdKind::Document.parse(documentation_id)?;
         let job = self.processing_job(&id);
-        // The audit entry says what reprocessing resets; a document deleted meanwhile is not
-        // found below and records nothing.
-        let before = self.document_view(actor, &id).await?;
-        let after = Document {
-            processing_status: ProcessingStatus::Pending,
-            processing_error: None,
-            ..before.clone()
-        };
-        let audit = self.audit_diff(
-            actor,
-            "document.reprocess",
-            "document",
-            &id,
-            Some(&before),
-            Some(&after),
-        )?;
+        // The audit entry says what reprocessing resets, from the document as the write
+        // reads it.
+        let audit = self.audited_change(actor, "document.reprocess", "document");
         let doc = self
             .repo
             .document_reprocess(&actor.organization_id, &id, &job, self.now(), &audit)

@@ -9,7 +9,7 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditEntry, AuditedChange, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
+    AuditedChange, ChunkVector, Document, DocumentSource, Event, EventStamp, NewChunk,
     ProcessingStatus, SearchHit,
 };
 use voiceplane_core::page::PageQuery;
@@ -187,9 +187,12 @@ impl DocumentRepository for SeaRepository {
         id: &str,
         job: &NewJob,
         now: Timestamp,
-        audit: &AuditEntry,
+        audit: &AuditedChange,
     ) -> Result<Option<Document>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        let Some((before, _)) = find(&txn, organization_id, id).await? else {
+            return Ok(None);
+        };
         if !take_document(&txn, id, None).await? {
             return Ok(None);
         }
@@ -224,7 +227,8 @@ impl DocumentRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         jobs::enqueue(&txn, job, now).await?;
-        record_audit(&txn, organization_id, audit).await?;
+        let entry = audit.entry(id, Some(&before), Some(&doc))?;
+        record_audit(&txn, organization_id, &entry).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(doc))
     }

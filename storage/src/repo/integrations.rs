@@ -187,6 +187,8 @@ impl IntegrationRepository for SeaRepository {
         else {
             return Ok(IntegrationDeletion::NotFound);
         };
+        // A stale If-Match is answered before whether the integration may go.
+        event.preconditions.check(&integration)?;
         let numbers = all(
             &txn,
             phone_number::Entity::find()
