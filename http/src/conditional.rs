@@ -72,7 +72,7 @@ pub(crate) fn is_conditional(op: &Operation) -> bool {
 pub(crate) async fn dispatch(
     api: &Api,
     route: Route,
-    parts: Parts,
+    mut parts: Parts,
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let (method, template) = route.definition();
@@ -103,7 +103,6 @@ pub(crate) async fn dispatch(
     }
 
     let is_patch = method == "PATCH";
-    let mut parts = parts;
     if method == "DELETE" || is_patch {
         let preconditions = Preconditions {
             if_match,

@@ -188,11 +188,10 @@ impl EventStamp {
     /// left it, or as it was for a delete. For a delete, `data` is checked against the
     /// preconditions first (412).
     pub fn with<T: Serialize>(&self, data: &T) -> Result<Event> {
-        let updating = matches!(
+        if matches!(
             self.audit.as_ref().map(|a| &a.change),
-            Some(ChangeKind::Updated(_))
-        );
-        if !updating {
+            Some(ChangeKind::Deleted)
+        ) {
             self.preconditions.check(data)?;
         }
         self.event(data)

@@ -14,7 +14,7 @@ use crate::ids::{IdGenerator, IdKind, RandomIds};
 use crate::jobs::JobWaker;
 use crate::model::{
     Agent, AuditActor, AuditEntry, AuditStamp, AuditedChange, ChangeKind, Event, EventStamp,
-    EventType, audit_changes, audit_snapshot,
+    EventType, audit_snapshot,
 };
 use crate::page::Cursor;
 use crate::repo::Repository;
@@ -317,25 +317,6 @@ impl Service {
             preconditions: actor.request.preconditions.clone(),
             extra: serde_json::Map::new(),
         }
-    }
-
-    /// [`audit_entry`](Self::audit_entry) with the `changes` between two states of a resource
-    /// as the API returns it (`null` for none: before a create, after a delete).
-    fn audit_diff<T: serde::Serialize>(
-        &self,
-        actor: &Actor,
-        action: &str,
-        resource_type: &str,
-        resource_id: &str,
-        before: Option<&T>,
-        after: Option<&T>,
-    ) -> Result<AuditEntry> {
-        let value = |v: Option<&T>| v.map(audit_snapshot).transpose();
-        let changes = audit_changes(
-            &value(before)?.unwrap_or_default(),
-            &value(after)?.unwrap_or_default(),
-        );
-        Ok(self.audit_entry(actor, action, resource_type, resource_id, changes))
     }
 
     /// Passes on `result`, the outcome of a write that recorded an event; after a success

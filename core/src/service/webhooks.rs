@@ -163,18 +163,12 @@ impl Service {
             updated_at: now,
         };
         let (secret, sealed) = self.webhook_secret(&webhook.webhook_id)?;
-        let mut audit = self.audit_diff(
-            actor,
-            "webhook.create",
-            "webhook",
-            &webhook.webhook_id,
-            None,
-            Some(&webhook),
-        )?;
+        let mut audit = self.audited_change(actor, "webhook.create", "webhook");
         // That a signing secret was made, never the secret.
         audit
-            .changes
+            .extra
             .insert("secret".to_owned(), serde_json::json!([null, REDACTED]));
+        let audit = audit.entry(&webhook.webhook_id, None, Some(&webhook))?;
         self.repo.webhook_insert(&webhook, &sealed, &audit).await?;
         Ok(CreatedWebhook { webhook, secret })
     }
