@@ -87,33 +87,15 @@ async fn race(
 async fn concurrent_patches_of_different_fields_all_survive(ctx: &TestContext) {
     let two = TwoInstances::start(ctx).await;
     let c = two.caller(0);
-    let agent = c.create("/api/agents", agent_body("Desk")).await;
-    let agent_id = agent["agent_id"].as_str().unwrap().to_owned();
+    let all = OneOfEach::create(&c).await;
+    let agent_id = all.agent_id.clone();
     let other_agent = c.create("/api/agents", agent_body("Other")).await;
     let other_id = other_agent["agent_id"].as_str().unwrap().to_owned();
-    let call = c.create("/api/calls", call_body(&agent_id)).await;
-    let tool = c.create("/api/tools", tool_body("lookup")).await;
-    let number = c
-        .create("/api/phone-numbers", phone_number_body("+14155550100"))
-        .await;
-    let integration = c
-        .create(
-            "/api/integrations",
-            twilio_body("Main", "AC00000000000000000000000000000001", "token"),
-        )
-        .await;
-    let webhook = c
-        .create(
-            "/api/webhooks",
-            json!({"url": "https://hooks.example.com/vp", "events": ["*"]}),
-        )
-        .await;
-    let id = |v: &Value, field: &str| v[field].as_str().unwrap().to_owned();
     // (path, [(field, value in round r)]): every value differs from the one before it.
     type Field = (&'static str, fn(usize) -> Value);
     let cases: Vec<(String, Vec<Field>)> = vec![
         (
-            format!("/api/agents/{agent_id}"),
+            all.agent.clone(),
             vec![
                 ("agent_name", |r| json!(format!("Desk {r}"))),
                 ("system_prompt", |r| json!(format!("Prompt {r}"))),
@@ -126,7 +108,7 @@ async fn concurrent_patches_of_different_fields_all_survive(ctx: &TestContext) {
             ],
         ),
         (
-            format!("/api/tools/{}", id(&tool, "tool_id")),
+            all.tool.clone(),
             vec![
                 ("tool_description", |r| json!(format!("Looks up {r}"))),
                 ("timeout_seconds", |r| json!(5 + r)),
@@ -134,7 +116,7 @@ async fn concurrent_patches_of_different_fields_all_survive(ctx: &TestContext) {
             ],
         ),
         (
-            format!("/api/calls/{}", id(&call, "call_sid")),
+            all.call.clone(),
             vec![
                 ("end_reason", |r| json!(format!("reason-{r}"))),
                 ("billing_status", |r| json!(format!("billed-{r}"))),
@@ -143,21 +125,21 @@ async fn concurrent_patches_of_different_fields_all_survive(ctx: &TestContext) {
             ],
         ),
         (
-            format!("/api/phone-numbers/{}", id(&number, "phone_number_id")),
+            all.number.clone(),
             vec![
                 ("supports_inbound", |r| json!(r % 2 == 1)),
                 ("supports_outbound", |r| json!(r % 2 == 1)),
             ],
         ),
         (
-            format!("/api/integrations/{}", id(&integration, "integration_id")),
+            all.integration.clone(),
             vec![
                 ("name", |r| json!(format!("Line {r}"))),
                 ("category", |r| json!(format!("telephony-{r}"))),
             ],
         ),
         (
-            format!("/api/webhooks/{}", id(&webhook, "webhook_id")),
+            all.webhook.clone(),
             vec![
                 ("description", |r| json!(format!("hook {r}"))),
                 ("url", |r| json!(format!("https://hooks.example.com/{r}"))),
@@ -198,16 +180,16 @@ async fn concurrent_patches_of_different_fields_all_survive(ctx: &TestContext) {
             }
         }
         // Moving a number between agents while its flags change: both survive.
-        let path = format!("/api/phone-numbers/{}", id(&number, "phone_number_id"));
+        let path = &all.number;
         let target = if round % 2 == 0 { &agent_id } else { &other_id };
         let bodies = vec![
             json!({"assigned_agent_id": target}),
             json!({"supports_inbound": round % 2 == 0}),
         ];
-        for (status, body) in race(&two, &path, bodies, &[]).await {
+        for (status, body) in race(&two, path, bodies, &[]).await {
             assert_eq!(status, StatusCode::OK, "{body}");
         }
-        let (_, now) = c.get(&path).await;
+        let (_, now) = c.get(path).await;
         assert_eq!(now["data"]["assigned_agent_id"], json!(target));
         assert_eq!(now["data"]["supports_inbound"], json!(round % 2 == 0));
     }
@@ -384,31 +366,7 @@ async fn tagged(c: &ApiCaller, path: &str) -> (String, Value) {
 async fn every_conditional_write_checks_its_tag(ctx: &TestContext) {
     let two = TwoInstances::start(ctx).await;
     let c = two.caller(0);
-    let agent = c.create("/api/agents", agent_body("Desk")).await;
-    let agent_id = agent["agent_id"].as_str().unwrap().to_owned();
-    let call = c.create("/api/calls", call_body(&agent_id)).await;
-    let tool = c.create("/api/tools", tool_body("lookup")).await;
-    let document = c
-        .create(
-            "/api/knowledge-base",
-            json!({"name": "FAQ", "text": "Nine."}),
-        )
-        .await;
-    let integration = c
-        .create(
-            "/api/integrations",
-            twilio_body("Main", "AC00000000000000000000000000000001", "token"),
-        )
-        .await;
-    let number = c
-        .create("/api/phone-numbers", phone_number_body("+14155550100"))
-        .await;
-    let webhook = c
-        .create(
-            "/api/webhooks",
-            json!({"url": "https://hooks.example.com/vp", "events": ["*"]}),
-        )
-        .await;
+    let all = OneOfEach::create(&c).await;
     let key = c
         .create("/api/api-keys", json!({"name": "ci", "role": "user"}))
         .await;
@@ -420,34 +378,16 @@ async fn every_conditional_write_checks_its_tag(ctx: &TestContext) {
         .await;
     let id = |v: &Value, field: &str| v[field].as_str().unwrap().to_owned();
     let patches = [
+        (all.call.clone(), json!({"turn_count": 4})),
+        (all.tool.clone(), json!({"timeout_seconds": 20})),
+        (all.document.clone(), json!({"name": "Opening hours"})),
+        (all.integration.clone(), json!({"name": "Main line"})),
         (
-            format!("/api/calls/{}", id(&call, "call_sid")),
-            json!({"turn_count": 4}),
+            all.number.clone(),
+            json!({"assigned_agent_id": all.agent_id}),
         ),
-        (
-            format!("/api/tools/{}", id(&tool, "tool_id")),
-            json!({"timeout_seconds": 20}),
-        ),
-        (
-            format!("/api/knowledge-base/{}", id(&document, "documentation_id")),
-            json!({"name": "Opening hours"}),
-        ),
-        (
-            format!("/api/integrations/{}", id(&integration, "integration_id")),
-            json!({"name": "Main line"}),
-        ),
-        (
-            format!("/api/phone-numbers/{}", id(&number, "phone_number_id")),
-            json!({"assigned_agent_id": agent_id}),
-        ),
-        (
-            format!("/api/webhooks/{}", id(&webhook, "webhook_id")),
-            json!({"description": "some"}),
-        ),
-        (
-            format!("/api/agents/{agent_id}"),
-            json!({"llm_temperature": 0.3}),
-        ),
+        (all.webhook.clone(), json!({"description": "some"})),
+        (all.agent.clone(), json!({"llm_temperature": 0.3})),
         (
             "/api/organization/settings".to_owned(),
             json!({"call_retention_days": 400}),
@@ -481,13 +421,13 @@ async fn every_conditional_write_checks_its_tag(ctx: &TestContext) {
         assert_eq!(current.status(), StatusCode::OK, "PATCH {path}");
     }
     let deletes = [
-        format!("/api/calls/{}", id(&call, "call_sid")),
-        format!("/api/tools/{}", id(&tool, "tool_id")),
-        format!("/api/knowledge-base/{}", id(&document, "documentation_id")),
-        format!("/api/phone-numbers/{}", id(&number, "phone_number_id")),
-        format!("/api/integrations/{}", id(&integration, "integration_id")),
-        format!("/api/webhooks/{}", id(&webhook, "webhook_id")),
-        format!("/api/agents/{agent_id}"),
+        all.call.clone(),
+        all.tool.clone(),
+        all.document.clone(),
+        all.number.clone(),
+        all.integration.clone(),
+        all.webhook.clone(),
+        all.agent.clone(),
         format!("/api/api-keys/{}", id(&key, "key_id")),
         format!(
             "/api/auth/organizations/invitations/{}",

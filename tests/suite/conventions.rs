@@ -368,60 +368,29 @@ async fn etags_answer_304_and_412(ctx: &TestContext) {
 async fn a_patch_answers_the_tag_a_get_gives(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
     let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
-    let agent = c.create("/api/agents", agent_body("Desk")).await;
-    let agent_id = agent["agent_id"].as_str().unwrap();
-    let call = c.create("/api/calls", call_body(agent_id)).await;
-    let tool = c.create("/api/tools", tool_body("lookup")).await;
-    let document = c
-        .create(
-            "/api/knowledge-base",
-            json!({"name": "FAQ", "text": "Nine."}),
-        )
-        .await;
-    let integration = c
-        .create(
-            "/api/integrations",
-            twilio_body("Main", "AC00000000000000000000000000000001", "token"),
-        )
-        .await;
-    let number = c
-        .create("/api/phone-numbers", phone_number_body("+14155550100"))
-        .await;
-    let webhook = c
-        .create(
-            "/api/webhooks",
-            json!({"url": "https://hooks.example.com/vp", "events": ["*"]}),
-        )
-        .await;
-    let id = |v: &Value, field: &str| v[field].as_str().unwrap().to_owned();
+    let all = OneOfEach::create(&c).await;
     let cases = [
         (
-            format!("/api/calls/{}", id(&call, "call_sid")),
+            all.call.clone(),
             json!({"status": "completed", "start_time": "2026-01-01T00:00:00Z",
                    "end_time": "2026-01-01T00:01:30Z", "total_cost": 1.1, "turn_count": 4}),
         ),
         (
-            format!("/api/tools/{}", id(&tool, "tool_id")),
+            all.tool.clone(),
             json!({"timeout_seconds": 20, "headers": {"X-B": "2", "X-A": "1"}}),
         ),
+        (all.document.clone(), json!({"name": "Opening hours"})),
+        (all.integration.clone(), json!({"name": "Main line"})),
         (
-            format!("/api/knowledge-base/{}", id(&document, "documentation_id")),
-            json!({"name": "Opening hours"}),
+            all.number.clone(),
+            json!({"assigned_agent_id": all.agent_id}),
         ),
         (
-            format!("/api/integrations/{}", id(&integration, "integration_id")),
-            json!({"name": "Main line"}),
-        ),
-        (
-            format!("/api/phone-numbers/{}", id(&number, "phone_number_id")),
-            json!({"assigned_agent_id": agent_id}),
-        ),
-        (
-            format!("/api/webhooks/{}", id(&webhook, "webhook_id")),
+            all.webhook.clone(),
             json!({"events": ["tool.created", "agent.updated"], "description": "some"}),
         ),
         (
-            format!("/api/agents/{agent_id}"),
+            all.agent.clone(),
             json!({"llm_temperature": 0.3, "system_prompt": "Be kind."}),
         ),
         (

@@ -167,3 +167,73 @@ impl ApiCaller {
         v["data"].clone()
     }
 }
+
+/// One of each resource that has a view and can be changed, created through `c`; the paths
+/// of their views.
+#[derive(Debug, Clone)]
+pub struct OneOfEach {
+    /// The agent's id (the call is of this agent).
+    pub agent_id: String,
+    /// `/api/agents/{agent_id}`
+    pub agent: String,
+    /// `/api/calls/{call_sid}`
+    pub call: String,
+    /// `/api/tools/{tool_id}`
+    pub tool: String,
+    /// `/api/knowledge-base/{documentation_id}`
+    pub document: String,
+    /// `/api/integrations/{integration_id}` (Twilio)
+    pub integration: String,
+    /// `/api/phone-numbers/{phone_number_id}` (no integration, no agent)
+    pub number: String,
+    /// `/api/webhooks/{webhook_id}`
+    pub webhook: String,
+}
+
+impl OneOfEach {
+    /// Creates them in `c`'s organization.
+    pub async fn create(c: &ApiCaller) -> Self {
+        use crate::builders::{agent_body, call_body, phone_number_body, tool_body, twilio_body};
+        let id = |v: Value, field: &str| v[field].as_str().expect("an id").to_owned();
+        let agent_id = id(
+            c.create("/api/agents", agent_body("Desk")).await,
+            "agent_id",
+        );
+        let call = id(
+            c.create("/api/calls", call_body(&agent_id)).await,
+            "call_sid",
+        );
+        let tool = id(c.create("/api/tools", tool_body("lookup")).await, "tool_id");
+        let document = c
+            .create(
+                "/api/knowledge-base",
+                serde_json::json!({"name": "FAQ", "text": "Nine."}),
+            )
+            .await;
+        let integration = c
+            .create(
+                "/api/integrations",
+                twilio_body("Main", "AC00000000000000000000000000000001", "token"),
+            )
+            .await;
+        let number = c
+            .create("/api/phone-numbers", phone_number_body("+14155550100"))
+            .await;
+        let webhook = c
+            .create(
+                "/api/webhooks",
+                serde_json::json!({"url": "https://hooks.example.com/vp", "events": ["*"]}),
+            )
+            .await;
+        Self {
+            agent: format!("/api/agents/{agent_id}"),
+            agent_id,
+            call: format!("/api/calls/{call}"),
+            tool: format!("/api/tools/{tool}"),
+            document: format!("/api/knowledge-base/{}", id(document, "documentation_id")),
+            integration: format!("/api/integrations/{}", id(integration, "integration_id")),
+            number: format!("/api/phone-numbers/{}", id(number, "phone_number_id")),
+            webhook: format!("/api/webhooks/{}", id(webhook, "webhook_id")),
+        }
+    }
+}

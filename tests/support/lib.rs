@@ -46,7 +46,7 @@ pub use builders::{
     agent_body, body, call_body, merged, multipart_document, multipart_document_name_last,
     new_agent, new_call, new_tool, phone_number_body, tool_body, twilio_body,
 };
-pub use caller::{AnswerCheck, ApiCaller, fields, keys, read_json};
+pub use caller::{AnswerCheck, ApiCaller, OneOfEach, fields, keys, read_json};
 pub use context::{
     Backend, JWT_SECRET, MASTER_KEY, POSTGRES_URL_VAR, REQUIRE_POSTGRES_VAR, TestClock,
     TestContext, jwt_for,

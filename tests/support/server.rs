@@ -34,17 +34,9 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind port 0");
-        let addr = listener.local_addr().expect("bound address");
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
         let api = voiceplane_http::Api::new(ctx.service.clone()).with_config(config);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
-            let _ = rx.await;
-        }));
-        Self {
-            base: format!("http://{addr}"),
-            shutdown: Some(tx),
-            task: Some(task),
-        }
+        Self::serve(listener, base, api)
     }
 
     /// Starts serving `service` (e.g. [`TestContext::another_instance`]) with the default
@@ -78,17 +70,9 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind port 0");
-        let addr = listener.local_addr().expect("bound address");
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
         let api = build(voiceplane_http::Api::new(ctx.service.clone()));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
-            let _ = rx.await;
-        }));
-        Self {
-            base: format!("http://{addr}"),
-            shutdown: Some(tx),
-            task: Some(task),
-        }
+        Self::serve(listener, base, api)
     }
 
     /// `base` + `path`.
@@ -136,14 +120,6 @@ impl TestServer {
         let base = format!("http://{}", listener.local_addr().expect("bound address"));
         let service = Arc::new(configure(Service::clone(&ctx.service), &base));
         let api = voiceplane_http::Api::new(service).with_config(config);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(voiceplane_http::serve(listener, api, async move {
-            let _ = rx.await;
-        }));
-        Self {
-            base,
-            shutdown: Some(tx),
-            task: Some(task),
-        }
+        Self::serve(listener, base, api)
     }
 }
