@@ -136,7 +136,7 @@ impl Extract for RangeHeader {
                 .headers
                 .get(header::RANGE)
                 .and_then(|v| v.to_str().ok())
-                .and_then(RangeRequest::parse),
+                .and_then(parse_range),
         ))
     }
 
@@ -148,6 +148,26 @@ impl Extract for RangeHeader {
             "description": "`bytes=<first>-[<last>]` or `bytes=-<suffix>`: answered with 206.",
             "schema": {"type": "string"},
         }));
+    }
+}
+
+/// A `Range` header value with one byte range (RFC 9110, section 14.1.2); `None` for anything
+/// else, several ranges included, which a server may answer with the whole object.
+fn parse_range(value: &str) -> Option<RangeRequest> {
+    let spec = value.trim().strip_prefix("bytes=")?.trim();
+    if spec.contains(',') {
+        return None;
+    }
+    let (start, end) = spec.split_once('-')?;
+    let (start, end) = (start.trim(), end.trim());
+    match (start.is_empty(), end.is_empty()) {
+        (true, false) => end.parse().ok().map(RangeRequest::Suffix),
+        (false, true) => start.parse().ok().map(RangeRequest::From),
+        (false, false) => {
+            let (s, e) = (start.parse().ok()?, end.parse().ok()?);
+            (s <= e).then_some(RangeRequest::FromTo(s, e))
+        }
+        (true, true) => None,
     }
 }
 
@@ -196,7 +216,31 @@ impl Reply for RangeRead {
 
 #[cfg(test)]
 mod tests {
+    use voiceplane_core::blob::ByteRange;
+
     use super::*;
+
+    #[test]
+    fn ranges() {
+        let r = |h: &str, size| parse_range(h).and_then(|r| r.resolve(size));
+        assert_eq!(r("bytes=0-9", 100), Some(ByteRange { start: 0, end: 9 }));
+        assert_eq!(r("bytes=90-", 100), Some(ByteRange { start: 90, end: 99 }));
+        assert_eq!(r("bytes=-10", 100), Some(ByteRange { start: 90, end: 99 }));
+        assert_eq!(r("bytes=-1000", 100), Some(ByteRange { start: 0, end: 99 }));
+        assert_eq!(
+            r("bytes=50-5000", 100),
+            Some(ByteRange { start: 50, end: 99 })
+        );
+        assert_eq!(r("bytes=100-", 100), None);
+        assert_eq!(
+            r(" bytes= 0 - 1 ", 100),
+            Some(ByteRange { start: 0, end: 1 })
+        );
+        assert_eq!(parse_range("bytes=5-1"), None);
+        assert_eq!(parse_range("bytes=0-1,5-6"), None);
+        assert_eq!(parse_range("bytes=-"), None);
+        assert_eq!(parse_range("items=0-1"), None);
+    }
 
     #[test]
     fn wav_and_mp3_are_told_by_their_first_bytes() {
