@@ -16,13 +16,7 @@ fn call_query(filter: &CallFilter, search: Option<&CallSearch>) -> Result<CallQu
     let number = |field: &str, value: &Option<String>| {
         value
             .as_deref()
-            .map(|n| {
-                // An unencoded `+` arrives as a space: read it as the `+` that was meant.
-                let n = n
-                    .strip_prefix(' ')
-                    .map_or(n.to_owned(), |d| format!("+{d}"));
-                validate::e164(field, &n)
-            })
+            .map(|n| validate::e164(field, n))
             .transpose()
     };
     if let (Some(after), Some(before)) = (filter.created_after, filter.created_before)

@@ -18,6 +18,20 @@ pub(crate) async fn call_create(
     Ok(Created::member(&cx, call, |x| &x.call_sid))
 }
 
+/// The number filters as they were meant: a `+` sent unencoded in a query string decodes as a
+/// space, and no E.164 number starts with a space.
+fn plus_restored(mut filter: CallFilter) -> CallFilter {
+    for number in [&mut filter.to_number, &mut filter.from_number]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(digits) = number.strip_prefix(' ') {
+            *number = format!("+{digits}");
+        }
+    }
+    filter
+}
+
 pub(crate) async fn call_list(
     cx: Cx,
     (): (),
@@ -30,7 +44,7 @@ pub(crate) async fn call_list(
 ) -> Result<Page<Call>, ApiError> {
     Ok(cx
         .service()
-        .call_list(&actor, &filter, &search, &params)
+        .call_list(&actor, &plus_restored(filter), &search, &params)
         .await?)
 }
 
@@ -40,7 +54,9 @@ pub(crate) async fn call_stats(
     (actor, Query(filter), Query(grouping)): (Actor, Query<CallFilter>, Query<StatsGrouping>),
 ) -> Result<Data<CallStats>, ApiError> {
     Ok(Data(
-        cx.service().call_stats(&actor, &filter, &grouping).await?,
+        cx.service()
+            .call_stats(&actor, &plus_restored(filter), &grouping)
+            .await?,
     ))
 }
 
