@@ -37,7 +37,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 use voiceplane_core::crypto::CredentialCipher;
 use voiceplane_core::jobs::RunnerConfig;
-use voiceplane_core::signing::UrlSigner;
+use voiceplane_core::signing::LinkSigner;
 use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
 use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
 
@@ -150,7 +150,7 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
     // Recording URLs must verify on every instance: derive their key from the shared master
     // key; without one, a per-process key works for a single instance until it restarts.
     let signer = match &master_key {
-        Some(key) => UrlSigner::derived_from(key),
+        Some(key) => LinkSigner::derived_from(key),
         None => {
             tracing::warn!(
                 "secrets.master_key is not set: recording URLs are signed with a per-process key \
@@ -158,7 +158,7 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             );
             let mut key = [0u8; 32];
             rand_key(&mut key);
-            UrlSigner::new(&key)
+            LinkSigner::new(&key)
         }
     };
     let policy = voiceplane_core::webhooks::TargetPolicy {
@@ -169,7 +169,10 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
         .with_jwt(jwt)
         .with_voice_providers(voices)
         .with_telephony(telephony)
-        .with_recording_urls(&config.public_url(), signer)
+        .with_recording_links(voiceplane_http::Api::recording_links(
+            &config.public_url(),
+            signer,
+        ))
         .with_webhooks(
             Arc::new(
                 voiceplane_clients::HttpWebhookSender::new(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_core::blob::BlobStore;
-use voiceplane_core::signing::UrlSigner;
+use voiceplane_core::signing::LinkSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::{
     ApiCaller, TestContext, TestServer, db_tests, http_client, multipart_document,
@@ -116,10 +116,11 @@ async fn on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore>) {
         max_upload_bytes: LIMIT,
         ..Default::default()
     };
-    let signer = UrlSigner::new(b"test recording url key, 32 bytes");
+    let signer = LinkSigner::new(b"test recording url key, 32 bytes");
     let blobs = store.clone();
     let server = TestServer::start_at(ctx, config, move |s, base| {
-        s.with_blobs(blobs).with_recording_urls(base, signer)
+        s.with_blobs(blobs)
+            .with_recording_links(voiceplane_http::Api::recording_links(base, signer))
     })
     .await;
     let boot = ctx.bootstrap("Acme").await;
@@ -461,10 +462,11 @@ async fn stored_type(c: &ApiCaller, sid: &str) -> Value {
 /// `application/octet-stream` uploads are WAV or MP3 by their first bytes, even when those
 /// arrive a byte at a time, and are stored whole; anything else is refused and stores nothing.
 async fn octet_stream_recordings_are_told_by_their_bytes(ctx: &TestContext) {
-    let signer = UrlSigner::new(b"test recording url key, 32 bytes");
+    let signer = LinkSigner::new(b"test recording url key, 32 bytes");
     let blobs: Arc<dyn BlobStore> = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
     let server = TestServer::start_at(ctx, Default::default(), move |s, base| {
-        s.with_blobs(blobs).with_recording_urls(base, signer)
+        s.with_blobs(blobs)
+            .with_recording_links(voiceplane_http::Api::recording_links(base, signer))
     })
     .await;
     let boot = ctx.bootstrap("Acme").await;

@@ -108,7 +108,7 @@ impl TestServer {
     }
 
     /// Like [`start_configured`](Self::start_configured), with the adapter's `config`, and
-    /// with the server's own base URL given to `configure` (for `with_recording_urls`).
+    /// with the server's own base URL given to `configure` (for `voiceplane_http::Api::recording_links`).
     pub async fn start_at(
         ctx: &TestContext,
         config: voiceplane_http::HttpConfig,

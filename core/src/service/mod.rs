@@ -18,7 +18,7 @@ use crate::model::{
 };
 use crate::page::Cursor;
 use crate::repo::Repository;
-use crate::signing::UrlSigner;
+use crate::signing::RecordingLinks;
 use crate::telephony::TelephonyValidator;
 use crate::time::{Clock, SystemClock, Timestamp};
 
@@ -53,13 +53,6 @@ mod transcripts;
 mod voices;
 mod webhooks;
 
-/// Where self-signed recording URLs point and what signs them.
-#[derive(Clone, Debug)]
-struct RecordingUrls {
-    public_url: String,
-    signer: UrlSigner,
-}
-
 /// The voiceplane application service.
 #[derive(Clone)]
 pub struct Service {
@@ -71,7 +64,7 @@ pub struct Service {
     cipher: Option<Arc<CredentialCipher>>,
     voices: crate::voice::VoiceProviders,
     blobs: Option<Arc<dyn BlobStore>>,
-    recording_urls: Option<RecordingUrls>,
+    recording_links: Option<Arc<dyn RecordingLinks>>,
     jobs: JobWaker,
     event_retention: std::time::Duration,
     /// How long audit entries are kept.
@@ -171,7 +164,7 @@ impl Service {
             cipher: None,
             voices: crate::voice::VoiceProviders::default(),
             blobs: None,
-            recording_urls: None,
+            recording_links: None,
             jobs: JobWaker::default(),
             event_retention: std::time::Duration::from_secs(30 * 24 * 3600),
             audit_retention: std::time::Duration::from_secs(365 * 24 * 3600),
@@ -238,13 +231,10 @@ impl Service {
         self
     }
 
-    /// Signs recording URLs under `public_url` (the external base URL of the HTTP API, e.g.
-    /// `https://voice.example.com`) for stores that cannot presign.
-    pub fn with_recording_urls(mut self, public_url: &str, signer: UrlSigner) -> Self {
-        self.recording_urls = Some(RecordingUrls {
-            public_url: public_url.trim_end_matches('/').to_owned(),
-            signer,
-        });
+    /// Makes and checks the links that read a recording through this server, for stores that
+    /// cannot presign; without them, such stores' recordings cannot be streamed (503).
+    pub fn with_recording_links(mut self, links: Arc<dyn RecordingLinks>) -> Self {
+        self.recording_links = Some(links);
         self
     }
 

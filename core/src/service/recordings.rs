@@ -1,5 +1,5 @@
 //! Call recordings: upload (streamed into the blob store), a URL to stream them, the bytes to
-//! download, and reads through self-signed URLs.
+//! download, and reads through this server's own links.
 
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ fn content_type_of(file: &str) -> Option<&'static str> {
         .map(AudioFormat::content_type)
 }
 
-/// What a signed recording URL read produced.
+/// What a read through a recording link produced.
 #[derive(Debug)]
 pub enum SignedRead {
     /// The bytes (all of them, or the requested range) and their content type.
@@ -63,7 +63,7 @@ pub enum SignedRead {
         /// `audio/wav` or `audio/mpeg`.
         content_type: &'static str,
     },
-    /// The requested range lies outside the object of this size (HTTP 416).
+    /// The requested range lies outside the object of this size.
     Unsatisfiable {
         /// Size of the object.
         size: u64,
@@ -151,7 +151,7 @@ impl Service {
     }
 
     /// A URL that plays the recording for an hour: presigned by the store when it can,
-    /// otherwise signed by this server under `public_url`.
+    /// otherwise one of this server's own [`RecordingLinks`](crate::signing::RecordingLinks).
     pub async fn recording_stream(&self, actor: &Actor, call_sid: &str) -> Result<RecordingLink> {
         actor.require(Permission::CallsRead)?;
         let (call, recording) = self.recording_of(actor, call_sid).await?;
@@ -159,15 +159,17 @@ impl Service {
         let url = match self.blobs()?.presign_get(&recording.key, ttl).await? {
             Some(url) => url,
             None => {
-                let urls = self.recording_urls.as_ref().ok_or_else(|| {
+                let links = self.recording_links.as_ref().ok_or_else(|| {
                     Error::Unavailable(
                         "recording URLs cannot be signed: no public_url is configured".to_owned(),
                     )
                 })?;
-                let path = format!("/{}", recording.key);
+                let file = recording
+                    .key
+                    .rsplit_once('/')
+                    .map_or(recording.key.as_str(), |(_, file)| file);
                 let expires = self.now().as_micros() / 1_000_000 + STREAM_URL_TTL_SECS as i64;
-                let sig = urls.signer.sign(&path, expires);
-                format!("{}{path}?expires={expires}&sig={sig}", urls.public_url)
+                links.link(&actor.organization_id, file, expires)
             }
         };
         let ext = recording
@@ -199,21 +201,21 @@ impl Service {
         })
     }
 
-    /// Reads a recording through a self-signed URL `/recordings/{organization_id}/{file}`:
-    /// the signature and expiry are the only credentials (403 when either is wrong).
+    /// Reads the recording `file` of `organization_id` through one of this server's own links:
+    /// the link's signature and expiry are the only credentials (403 when either is wrong or
+    /// missing).
     pub async fn recording_signed_read(
         &self,
         organization_id: &str,
         file: &str,
-        expires: Option<&str>,
+        expires: Option<i64>,
         signature: Option<&str>,
         range: Option<RangeRequest>,
     ) -> Result<SignedRead> {
         let refused = || Error::forbidden("this recording link is invalid or has expired");
-        let urls = self.recording_urls.as_ref().ok_or_else(refused)?;
-        let expires: i64 = expires.and_then(|e| e.parse().ok()).ok_or_else(refused)?;
-        let path = format!("/recordings/{organization_id}/{file}");
-        if !urls.signer.verify(&path, expires, signature.unwrap_or("")) {
+        let links = self.recording_links.as_ref().ok_or_else(refused)?;
+        let expires = expires.ok_or_else(refused)?;
+        if !links.check(organization_id, file, expires, signature.unwrap_or("")) {
             return Err(refused());
         }
         if expires < self.now().as_micros() / 1_000_000 {

@@ -59,7 +59,8 @@ pub(crate) async fn recording_delete(
     Ok(cx.service().recording_delete(&actor, &call_sid).await?)
 }
 
-/// The query of a URL this server signed.
+/// The query of a link this server signed (`Api::recording_links`); `expires` is read as
+/// text so that a malformed link is refused like a forged one (403), not as a bad request.
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct SignedUrl {
     /// Unix time (seconds) after which the URL is refused.
@@ -82,7 +83,7 @@ pub(crate) async fn recording_signed_read(
         .recording_signed_read(
             &organization_id,
             &file,
-            url.expires.as_deref(),
+            url.expires.and_then(|e| e.parse().ok()),
             url.sig.as_deref(),
             range,
         )

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_core::signing::UrlSigner;
+use voiceplane_core::signing::LinkSigner;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::{
     ApiCaller, TestContext, TestServer, db_tests, jwt_for, telephony, voice_providers,
@@ -25,7 +25,10 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         s.with_telephony(telephony(&upstream_url))
             .with_voice_providers(voice_providers(&upstream_url, Some(VOICE_KEYS)))
             .with_blobs(blobs)
-            .with_recording_urls(base, UrlSigner::new(b"openapi-test-signing-key-0123456789"))
+            .with_recording_links(voiceplane_http::Api::recording_links(
+                base,
+                LinkSigner::new(b"openapi-test-signing-key-0123456789"),
+            ))
     })
     .await;
     let c = Checker {
