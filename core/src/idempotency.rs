@@ -1,17 +1,17 @@
-//! Idempotency keys (`Idempotency-Key` on a POST): the first response to a key is stored in the
-//! database, so that a retry of the same request, on any instance, gets that response again
-//! instead of running the operation twice.
+//! Idempotency keys: the first answer to a request sent with a key is stored in the database,
+//! so that a retry of the same request, on any instance, gets that answer again instead of
+//! running the operation twice.
 //!
 //! A key belongs to a *scope* (the organization and the credential that sent it) and is claimed
 //! by inserting its row first: the database's primary key on `(scope, key)` decides which of
 //! two concurrent requests runs, on SQLite and Postgres alike, with no read-then-write race.
 //! The winner holds the row `running` under a lease ([`IDEMPOTENCY_LEASE`]) and a random token;
-//! it then stores its response ([`Service::idempotency_complete`](crate::Service::idempotency_complete)) or releases the key
-//! ([`Service::idempotency_release`](crate::Service::idempotency_release)) when the response is not one to remember. A row outlives
+//! it then stores its answer ([`Service::idempotency_complete`](crate::Service::idempotency_complete)) or releases the key
+//! ([`Service::idempotency_release`](crate::Service::idempotency_release)) when the answer is not one to remember. A row outlives
 //! its [`IDEMPOTENCY_TTL`] only until the recurring sweep ([`IDEMPOTENCY_SWEEP`]) deletes it.
 //!
-//! This module knows nothing of HTTP: the adapter decides what a request's fingerprint is and
-//! which responses are stored.
+//! This module knows nothing of the protocol: the adapter decides what a request's fingerprint
+//! is, which answers are stored, and what a [`StoredAnswer`] holds beside its body.
 
 use std::time::Duration;
 
@@ -30,15 +30,12 @@ pub const IDEMPOTENCY_LEASE: Duration = Duration::from_secs(5 * 60);
 /// The kind of the recurring job that deletes expired keys.
 pub const IDEMPOTENCY_SWEEP: &str = "idempotency.sweep";
 
-/// A response as stored for replay: exactly what the first request answered.
+/// An answer kept for replay: its body, and what the adapter needs besides to give the same
+/// answer again, in the adapter's own encoding. Core stores both as given and reads neither.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// The HTTP status.
-    pub status: u16,
-    /// `Content-Type`, if any.
-    pub content_type: Option<String>,
-    /// `Location`, if any.
-    pub location: Option<String>,
+pub struct StoredAnswer {
+    /// The adapter's description of the answer beside its body.
+    pub meta: String,
     /// The body bytes.
     pub body: Vec<u8>,
 }
@@ -48,8 +45,8 @@ pub struct StoredResponse {
 pub struct IdempotencyRecord {
     /// The request fingerprint the key was first used with.
     pub fingerprint: String,
-    /// The stored response; `None` while the first request runs.
-    pub response: Option<StoredResponse>,
+    /// The stored answer; `None` while the first request runs.
+    pub answer: Option<StoredAnswer>,
     /// When the key is forgotten.
     pub expires_at: Timestamp,
     /// Until when a running request holds the key.
@@ -86,13 +83,13 @@ pub trait IdempotencyRepository: Send + Sync {
     /// Replaces the claim of a row that is expired at `row.created_at`, or still running with a
     /// lease that ended then, by `row`; returns whether it did (one conditional statement).
     async fn idempotency_take_over(&self, row: &NewIdempotencyKey) -> Result<bool>;
-    /// Stores the response of the request holding `token`; returns whether it still held it.
+    /// Stores the answer of the request holding `token`; returns whether it still held it.
     async fn idempotency_complete(
         &self,
         scope: &str,
         key: &str,
         token: &str,
-        response: &StoredResponse,
+        answer: &StoredAnswer,
     ) -> Result<bool>;
     /// Deletes the row the request holding `token` claimed.
     async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()>;
@@ -109,7 +106,7 @@ pub enum Claim {
         token: String,
     },
     /// The key was used with this request before: answer this.
-    Replay(StoredResponse),
+    Replay(StoredAnswer),
     /// The key was used with another request (HTTP 422).
     Mismatch,
     /// The first request with the key is still running (HTTP 409).

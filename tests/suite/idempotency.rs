@@ -225,7 +225,7 @@ async fn expired_keys_are_swept(ctx: &TestContext) {
 /// 5xx is not kept) is claimed again; a claim whose lease ended without an answer is taken over
 /// by a retry of the same request, never by another one.
 async fn claims_through_the_service(ctx: &TestContext) {
-    use voiceplane_core::idempotency::{Claim, IDEMPOTENCY_LEASE, StoredResponse};
+    use voiceplane_core::idempotency::{Claim, IDEMPOTENCY_LEASE, StoredAnswer};
     let s = &ctx.service;
     let token = |c: Claim| match c {
         Claim::Claimed { token } => token,
@@ -279,10 +279,8 @@ async fn claims_through_the_service(ctx: &TestContext) {
             .await
             .unwrap(),
     );
-    let answer = StoredResponse {
-        status: 201,
-        content_type: Some("application/json".into()),
-        location: Some("/api/agents/agent_1".into()),
+    let answer = StoredAnswer {
+        meta: "201\ncontent-type: application/json".into(),
         body: b"{\"success\":true}".to_vec(),
     };
     s.idempotency_complete("org/key:a", "k", &second, &answer)

@@ -10,7 +10,7 @@ use super::Service;
 use super::jobs::SWEEP_BATCH;
 use crate::error::Result;
 use crate::idempotency::{
-    Claim, IDEMPOTENCY_LEASE, IDEMPOTENCY_SWEEP, IDEMPOTENCY_TTL, NewIdempotencyKey, StoredResponse,
+    Claim, IDEMPOTENCY_LEASE, IDEMPOTENCY_SWEEP, IDEMPOTENCY_TTL, NewIdempotencyKey, StoredAnswer,
 };
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 
@@ -19,7 +19,7 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
 impl Service {
     /// Claims `key` in `scope` for a request with `fingerprint`: the key's first use claims it;
-    /// a later use with the same fingerprint replays the stored response, or is
+    /// a later use with the same fingerprint replays the stored answer, or is
     /// [`Claim::InFlight`] while the first still runs; another fingerprint is a
     /// [`Claim::Mismatch`]. An expired key, or a running one whose lease ended, is claimed
     /// anew.
@@ -49,7 +49,7 @@ impl Service {
                 continue; // deleted in between: insert again
             };
             let expired = found.expires_at <= now;
-            let abandoned = found.response.is_none() && found.locked_until <= now;
+            let abandoned = found.answer.is_none() && found.locked_until <= now;
             if expired || (abandoned && found.fingerprint == fingerprint) {
                 if self.repo.idempotency_take_over(&row).await? {
                     return Ok(Claim::Claimed { token: row.token });
@@ -59,34 +59,34 @@ impl Service {
             if found.fingerprint != fingerprint {
                 return Ok(Claim::Mismatch);
             }
-            return Ok(match found.response {
-                Some(response) => Claim::Replay(response),
+            return Ok(match found.answer {
+                Some(answer) => Claim::Replay(answer),
                 None => Claim::InFlight,
             });
         }
         Ok(Claim::InFlight)
     }
 
-    /// Stores the response of the request that claimed `key` with `token`, for replay. A
-    /// claim lost meanwhile (lease ended and taken over) stores nothing.
+    /// Stores the answer of the request that claimed `key` with `token`, for replay. A claim
+    /// lost meanwhile (lease ended and taken over) stores nothing.
     pub async fn idempotency_complete(
         &self,
         scope: &str,
         key: &str,
         token: &str,
-        response: &StoredResponse,
+        answer: &StoredAnswer,
     ) -> Result<()> {
         if !self
             .repo
-            .idempotency_complete(scope, key, token, response)
+            .idempotency_complete(scope, key, token, answer)
             .await?
         {
-            tracing::warn!("an idempotency key's claim ended before its response was stored");
+            tracing::warn!("an idempotency key's claim ended before its answer was stored");
         }
         Ok(())
     }
 
-    /// Forgets `key`, claimed with `token`: its response is not one to replay, so a retry runs
+    /// Forgets `key`, claimed with `token`: its answer is not one to replay, so a retry runs
     /// the operation again.
     pub async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()> {
         self.repo.idempotency_release(scope, key, token).await

@@ -21,7 +21,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tracing::Instrument;
-use voiceplane_core::idempotency::{Claim, StoredResponse, fingerprint};
+use voiceplane_core::idempotency::{Claim, StoredAnswer, fingerprint};
 
 use crate::body::collect_limited;
 use crate::endpoint::{RequestBody, boxed};
@@ -174,17 +174,8 @@ async fn settle(
                 .into_response();
         }
     };
-    let header_text = |name: header::HeaderName| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let stored = StoredResponse {
-        status: parts.status.as_u16(),
-        content_type: header_text(header::CONTENT_TYPE),
-        location: header_text(header::LOCATION),
+    let stored = StoredAnswer {
+        meta: encode_meta(parts.status, &parts.headers),
         body: body.to_vec(),
     };
     if let Err(e) = api
@@ -198,21 +189,55 @@ async fn settle(
     Response::from_parts(parts, full(body))
 }
 
-/// The stored answer, with `Idempotent-Replayed: true`.
-fn replay(stored: StoredResponse) -> Response<ResponseBody> {
-    let mut response = Response::new(full(stored.body));
-    *response.status_mut() =
-        StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    for (name, value) in [
-        (header::CONTENT_TYPE, stored.content_type),
-        (header::LOCATION, stored.location),
-    ] {
-        if let Some(value) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+/// The headers a replay repeats; the others (dates, request ids, rate limits) are the
+/// replay's own.
+const REPLAYED_HEADERS: [HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
+
+/// What a stored answer keeps beside its body: the status on the first line, then one
+/// `name: value` line per [`REPLAYED_HEADERS`] present (a header value holds no line break).
+/// Answers stored before this encoding are carried into it by storage's migration
+/// `m0014_idempotency_answer`.
+fn encode_meta(status: StatusCode, headers: &HeaderMap) -> String {
+    let mut meta = status.as_str().to_owned();
+    for name in REPLAYED_HEADERS {
+        if let Some(value) = headers.get(&name).and_then(|v| v.to_str().ok()) {
+            meta.push_str(&format!("\n{name}: {value}"));
+        }
+    }
+    meta
+}
+
+/// The status and headers [`encode_meta`] wrote; a line it cannot read is left out, and a
+/// status it cannot read is a 500.
+fn decode_meta(meta: &str) -> (StatusCode, HeaderMap) {
+    let mut lines = meta.lines();
+    let status = lines
+        .next()
+        .and_then(|s| StatusCode::from_bytes(s.as_bytes()).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut headers = HeaderMap::new();
+    for line in lines {
+        if let Some((name, value)) = line.split_once(": ")
+            && let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            )
+        {
             headers.insert(name, value);
         }
     }
-    headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    (status, headers)
+}
+
+/// The stored answer, with `Idempotent-Replayed: true`.
+fn replay(stored: StoredAnswer) -> Response<ResponseBody> {
+    let (status, headers) = decode_meta(&stored.meta);
+    let mut response = Response::new(full(stored.body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+        .headers_mut()
+        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     response
 }
 
@@ -249,6 +274,41 @@ mod tests {
             assert_eq!(err.status(), StatusCode::BAD_REQUEST);
             assert!(err.detail().starts_with("Idempotency-Key must be"));
         }
+    }
+
+    #[test]
+    fn answers_keep_their_status_and_replayed_headers() {
+        let mut sent = HeaderMap::new();
+        sent.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        sent.insert(
+            header::LOCATION,
+            HeaderValue::from_static("/api/agents/agent_1"),
+        );
+        sent.insert(
+            header::DATE,
+            HeaderValue::from_static("Tue, 01 Dec 2026 10:00:00 GMT"),
+        );
+        let meta = encode_meta(StatusCode::CREATED, &sent);
+        assert_eq!(
+            meta,
+            "201\ncontent-type: application/json\nlocation: /api/agents/agent_1"
+        );
+        let (status, headers) = decode_meta(&meta);
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(headers.len(), 2);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(headers[header::LOCATION], "/api/agents/agent_1");
+
+        let (status, headers) = decode_meta("204");
+        assert_eq!((status, headers.len()), (StatusCode::NO_CONTENT, 0));
+        let (status, headers) = decode_meta("teapot\nnot a header");
+        assert_eq!(
+            (status, headers.len()),
+            (StatusCode::INTERNAL_SERVER_ERROR, 0)
+        );
     }
 
     #[test]

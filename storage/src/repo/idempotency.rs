@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
 use voiceplane_core::idempotency::{
-    IdempotencyRecord, IdempotencyRepository, NewIdempotencyKey, StoredResponse,
+    IdempotencyRecord, IdempotencyRepository, NewIdempotencyKey, StoredAnswer,
 };
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
@@ -53,12 +53,10 @@ fn claim_values(row: &NewIdempotencyKey) -> Vec<Value> {
 
 fn record_from(row: &sea_orm::QueryResult) -> Result<IdempotencyRecord> {
     let get = |e: sea_orm::DbErr| Error::Internal(format!("idempotency_keys row: {e}"));
-    let status: Option<i32> = row.try_get("", "response_status").map_err(get)?;
-    let response = match status {
-        Some(status) => Some(StoredResponse {
-            status: u16::try_from(status).unwrap_or(500),
-            content_type: row.try_get("", "response_content_type").map_err(get)?,
-            location: row.try_get("", "response_location").map_err(get)?,
+    let meta: Option<String> = row.try_get("", "response_meta").map_err(get)?;
+    let answer = match meta {
+        Some(meta) => Some(StoredAnswer {
+            meta,
             body: row
                 .try_get::<Option<Vec<u8>>>("", "response_body")
                 .map_err(get)?
@@ -68,7 +66,7 @@ fn record_from(row: &sea_orm::QueryResult) -> Result<IdempotencyRecord> {
     };
     Ok(IdempotencyRecord {
         fingerprint: row.try_get("", "fingerprint").map_err(get)?,
-        response,
+        answer,
         expires_at: ts(row.try_get("", "expires_at").map_err(get)?),
         locked_until: ts(row.try_get("", "locked_until").map_err(get)?),
     })
@@ -96,8 +94,7 @@ impl IdempotencyRepository for SeaRepository {
                 backend,
                 dialect(
                     backend,
-                    "SELECT fingerprint, response_status, response_content_type, \
-                     response_location, response_body, expires_at, locked_until \
+                    "SELECT fingerprint, response_meta, response_body, expires_at, locked_until \
                      FROM idempotency_keys WHERE scope = $1 AND idem_key = $2",
                 ),
                 [scope.into(), key.into()],
@@ -111,11 +108,10 @@ impl IdempotencyRepository for SeaRepository {
         let n = self
             .idem_execute(
                 "UPDATE idempotency_keys SET fingerprint = $3, token = $4, \
-                 response_status = NULL, response_content_type = NULL, \
-                 response_location = NULL, response_body = NULL, \
+                 response_meta = NULL, response_body = NULL, \
                  created_at = $5, expires_at = $6, locked_until = $7 \
                  WHERE scope = $1 AND idem_key = $2 AND (expires_at <= $5 \
-                 OR (response_status IS NULL AND locked_until <= $5))",
+                 OR (response_meta IS NULL AND locked_until <= $5))",
                 claim_values(row),
             )
             .await?;
@@ -127,22 +123,19 @@ impl IdempotencyRepository for SeaRepository {
         scope: &str,
         key: &str,
         token: &str,
-        response: &StoredResponse,
+        answer: &StoredAnswer,
     ) -> Result<bool> {
         let n = self
             .idem_execute(
-                "UPDATE idempotency_keys SET response_status = $4, \
-                 response_content_type = $5, response_location = $6, response_body = $7 \
+                "UPDATE idempotency_keys SET response_meta = $4, response_body = $5 \
                  WHERE scope = $1 AND idem_key = $2 AND token = $3 \
-                 AND response_status IS NULL",
+                 AND response_meta IS NULL",
                 vec![
                     scope.into(),
                     key.into(),
                     token.into(),
-                    i32::from(response.status).into(),
-                    response.content_type.clone().into(),
-                    response.location.clone().into(),
-                    response.body.clone().into(),
+                    answer.meta.clone().into(),
+                    answer.body.clone().into(),
                 ],
             )
             .await?;
@@ -152,7 +145,7 @@ impl IdempotencyRepository for SeaRepository {
     async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()> {
         self.idem_execute(
             "DELETE FROM idempotency_keys WHERE scope = $1 AND idem_key = $2 AND token = $3 \
-             AND response_status IS NULL",
+             AND response_meta IS NULL",
             vec![scope.into(), key.into(), token.into()],
         )
         .await?;
