@@ -242,8 +242,12 @@ pub struct SystemResolver;
 
 #[async_trait]
 impl voiceplane_core::webhooks::Resolver for SystemResolver {
-    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
-        Ok(tokio::net::lookup_host((host, port)).await?.collect())
+    async fn resolve(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        // `getaddrinfo` wants a port; what a name resolves to does not depend on it.
+        Ok(tokio::net::lookup_host((host, 0))
+            .await?
+            .map(|addr| addr.ip())
+            .collect())
     }
 }
 

@@ -8,7 +8,7 @@
 //! that a hostname which later resolves to an internal address (DNS rebinding) is still refused.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -31,9 +31,8 @@ type HmacSha256 = Hmac<Sha256>;
 /// need not, and one that never answers costs the request that timeout.
 #[async_trait]
 pub trait Resolver: Send + Sync {
-    /// The addresses `host` resolves to (`port` is carried into them); an error when it does
-    /// not resolve.
-    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>>;
+    /// The addresses `host` resolves to; an error when it does not resolve.
+    async fn resolve(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
 }
 
 /// How long the check of an endpoint's URL waits for its host to resolve.

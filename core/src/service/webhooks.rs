@@ -44,8 +44,7 @@ pub(crate) async fn check_webhook_url(
     if let (false, Some(url::Host::Domain(host)), Some(resolver)) =
         (policy.allow_private, parsed.host(), resolver)
     {
-        let port = parsed.port_or_known_default().unwrap_or(443);
-        let Ok(answer) = tokio::time::timeout(timeout, resolver.resolve(host, port)).await else {
+        let Ok(answer) = tokio::time::timeout(timeout, resolver.resolve(host)).await else {
             // No answer is not "no such name": the host may resolve to a private address, and
             // the owner would learn it only from failed deliveries.
             return Err(Error::Unavailable(format!(
@@ -56,8 +55,8 @@ pub(crate) async fn check_webhook_url(
         };
         // A name that does not resolve yet is accepted: its deliveries fail until it does, and
         // every address it resolves to then is checked before connecting.
-        for addr in answer.into_iter().flatten() {
-            if let Err(private) = policy.check_addr(addr.ip()) {
+        for ip in answer.into_iter().flatten() {
+            if let Err(private) = policy.check_addr(ip) {
                 return Err(Error::invalid(format!(
                     "url's host {host} resolves to a private address ({}); private targets are \
                      not allowed",

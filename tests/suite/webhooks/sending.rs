@@ -347,9 +347,9 @@ struct FakeResolver(Option<Vec<std::net::IpAddr>>);
 
 #[async_trait::async_trait]
 impl voiceplane_core::webhooks::Resolver for FakeResolver {
-    async fn resolve(&self, _host: &str, port: u16) -> std::io::Result<Vec<std::net::SocketAddr>> {
+    async fn resolve(&self, _host: &str) -> std::io::Result<Vec<std::net::IpAddr>> {
         match &self.0 {
-            Some(ips) => Ok(ips.iter().map(|ip| (*ip, port).into()).collect()),
+            Some(ips) => Ok(ips.clone()),
             None => std::future::pending().await,
         }
     }
