@@ -6,7 +6,6 @@
 mod agents;
 mod api_keys;
 mod audit;
-mod call_data;
 mod calls;
 mod documents;
 mod events;
@@ -14,14 +13,12 @@ mod integrations;
 mod members;
 mod organizations;
 mod phone_numbers;
-mod recordings;
 mod tools;
 mod webhooks;
 
 pub use agents::*;
 pub use api_keys::*;
 pub use audit::*;
-pub use call_data::*;
 pub use calls::*;
 pub use documents::*;
 pub use events::*;
@@ -29,7 +26,6 @@ pub use integrations::*;
 pub use members::*;
 pub use organizations::*;
 pub use phone_numbers::*;
-pub use recordings::*;
 pub use tools::*;
 pub use webhooks::*;
 

@@ -1,9 +1,18 @@
-//! Calls: the recorded call, its type and status, and the create and update bodies.
+//! Calls: the recorded call, its type and status, and the create and update bodies; beside
+//! them, a call's transcript (`transcripts`), its recording (`recordings`), and the list's
+//! filters and the statistics (`queries`).
 
 use serde::{Deserialize, Serialize};
 
-use super::Recording;
 use crate::time::Timestamp;
+
+mod queries;
+mod recordings;
+mod transcripts;
+
+pub use queries::*;
+pub use recordings::*;
+pub use transcripts::*;
 
 /// Direction or purpose of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
