@@ -104,8 +104,8 @@ impl Service {
         // Without a processor, documents wait (pending) for an instance that has one.
         let runner = match &self.knowledge.processor {
             Some(_) => runner.with_handler(
-                super::knowledge::DOCUMENT_PROCESS,
-                Arc::new(super::knowledge::ProcessDocument(self.clone())),
+                super::documents::DOCUMENT_PROCESS,
+                Arc::new(super::documents::ProcessDocument(self.clone())),
             ),
             None => runner,
         };

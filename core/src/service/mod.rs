@@ -29,27 +29,22 @@ pub use audit::AUDIT_SWEEP;
 mod auth;
 mod bootstrap;
 pub use bootstrap::{BootstrapInput, BootstrapOutput};
-mod call_queries;
 mod calls;
+pub use calls::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 mod deliveries;
 pub use deliveries::DEFAULT_RETRY_SCHEDULE;
 mod documents;
-pub use documents::{DocumentName, LaterName, NewDocument};
+pub use documents::{DOCUMENT_PROCESS, DocumentName, LaterName, NewDocument};
 mod events;
 mod idempotency;
 mod integrations;
 mod jobs;
 pub use jobs::EVENTS_SWEEP;
-mod knowledge;
-pub use knowledge::DOCUMENT_PROCESS;
 mod members;
 mod phone_numbers;
-mod recordings;
 mod retention;
-pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
 mod tools;
-mod transcripts;
 mod voices;
 mod webhooks;
 
@@ -73,7 +68,7 @@ pub struct Service {
     /// How often the retention policies are applied.
     retention_sweep_interval: std::time::Duration,
     webhooks: WebhookDelivery,
-    knowledge: knowledge::Knowledge,
+    knowledge: documents::Knowledge,
     /// How long parsing one document may take.
     knowledge_timeout: std::time::Duration,
     /// The API keys this instance has read, by the hash of their secret (shared by clones).
@@ -179,7 +174,7 @@ impl Service {
                     .map(|s| std::time::Duration::from_secs(*s))
                     .collect(),
             },
-            knowledge: knowledge::Knowledge::default(),
+            knowledge: documents::Knowledge::default(),
             knowledge_timeout: std::time::Duration::from_secs(60),
             keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
             agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),

@@ -1,7 +1,6 @@
 //! The call list under its filters (with full-text search over transcripts) and call
 //! statistics.
 
-use super::{Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -9,6 +8,7 @@ use crate::knowledge::search_terms;
 use crate::model::{Call, CallFilter, CallQuery, CallSearch, CallStats, StatsGrouping};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
+use crate::service::{Service, cursor_of};
 use crate::validate;
 
 /// The filters as a repository takes them: ids and numbers checked, words of `q` sanitized.

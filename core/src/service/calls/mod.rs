@@ -1,4 +1,5 @@
-//! Calls: record, view, update (the list and its filters are in `call_queries`).
+//! Calls: record, view, update; the list and its filters (`queries`), the transcript
+//! (`transcripts`) and the recording (`recordings`) are in the modules beside this one.
 
 use super::{By, Service};
 use crate::auth::{Actor, Need};
@@ -7,6 +8,12 @@ use crate::ids::IdKind;
 use crate::model::{Call, CallStatus, CallUpdate, EventType, NewCall};
 use crate::role::{Permission, Role};
 use crate::validate;
+
+mod queries;
+mod recordings;
+mod transcripts;
+
+pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 
 impl Service {
     /// Records a call handled by one of the organization's agents.

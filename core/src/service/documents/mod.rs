@@ -1,4 +1,6 @@
-//! Knowledge-base documents.
+//! Knowledge-base documents: create (text, or a file streamed into the blob store), view,
+//! list, update, delete; their processing (`processing`) and search over their chunks
+//! (`search`) are in the modules beside this one.
 
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
@@ -11,6 +13,12 @@ use crate::model::{
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::validate;
+
+mod processing;
+mod search;
+
+pub use processing::DOCUMENT_PROCESS;
+pub(super) use processing::{Knowledge, ProcessDocument};
 
 /// A document name that arrives after the file it names, as in a multipart body whose `name`
 /// part follows its `file` part; resolved once the file is stored. `None` means no name came.

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::{By, Service};
 use crate::auth::Actor;
 use crate::blob::BlobStore;
 use crate::blob::{BlobRead, ByteStream, RangeRequest, StreamDigest};
 use crate::error::{Error, Result};
 use crate::model::{Call, EventType, Recording, RecordingLink, RecordingReady};
 use crate::role::Permission;
+use crate::service::{By, Service};
 use std::sync::Arc;
 
 /// How long a stream URL is valid.
@@ -80,7 +80,7 @@ pub struct RecordingDownload {
 }
 
 impl Service {
-    pub(super) fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
+    pub(in crate::service) fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
         self.blobs.as_ref().ok_or_else(|| {
             Error::Unavailable("object storage is not configured on this server".to_owned())
         })

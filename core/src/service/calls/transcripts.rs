@@ -1,12 +1,12 @@
 //! Call transcripts: append messages, list them in conversation order.
 
-use super::Service;
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{CallMessage, NewMessage, NewMessages};
 use crate::page::{Page, PageParams, SeqCursor, checked_limit};
 use crate::role::Permission;
+use crate::service::Service;
 
 /// Most messages one request appends.
 const MAX_MESSAGES_PER_APPEND: usize = 100;

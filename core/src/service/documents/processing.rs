@@ -1,11 +1,10 @@
-//! Knowledge-base processing and search: the durable job that turns a document into chunks
-//! (and vectors, with an embeddings provider), reprocessing, and search over the chunks.
+//! Document processing: the durable job that turns a document into chunks (and vectors, with
+//! an embeddings provider), and reprocessing.
 //!
 //! A document's processing is owned by one job at a time (`processing_job` in the database):
 //! creating or reprocessing a document writes a new job in the same transaction, and a job
 //! that no longer owns its document (deleted, or reprocessed while it ran) writes nothing.
 
-use std::collections::HashMap;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,16 +12,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 
-use super::{By, Service};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob, new_job_id};
-use crate::knowledge::{self, DocumentProcessor, Embedder, cosine, search_terms};
-use crate::model::{
-    Document, DocumentSearch, DocumentType, EventType, NewChunk, ProcessingStatus, SearchHit,
-};
+use crate::knowledge::{self, DocumentProcessor, Embedder};
+use crate::model::{Document, DocumentType, EventType, NewChunk, ProcessingStatus};
 use crate::role::Permission;
+use crate::service::{By, Service};
 
 /// The kind of the job that processes a document.
 pub const DOCUMENT_PROCESS: &str = "document.process";
@@ -44,18 +41,11 @@ const EMBED_RETRY_DELAYS: [Duration; 4] = [
 /// the provider never keeps a document `processing` for more than 30 s (DESIGN §12).
 const EMBED_BUDGET: Duration = Duration::from_secs(20);
 
-/// Candidate chunks read per search from each ranking, per result asked for.
-const CANDIDATES_PER_RESULT: u32 = 4;
-
-/// Embedded chunks ranked by vector similarity per search, at most: the ranking is a scan in
-/// this process.
-const MAX_VECTOR_SCAN: u32 = 50_000;
-
 /// What processing needs besides the repository: the parsers and, optionally, the provider.
 #[derive(Clone, Default)]
-pub(super) struct Knowledge {
-    pub(super) processor: Option<Arc<dyn DocumentProcessor>>,
-    pub(super) embedder: Option<Arc<dyn Embedder>>,
+pub(in crate::service) struct Knowledge {
+    pub(in crate::service) processor: Option<Arc<dyn DocumentProcessor>>,
+    pub(in crate::service) embedder: Option<Arc<dyn Embedder>>,
 }
 
 /// Why a run ended without chunks.
@@ -73,7 +63,7 @@ impl From<Error> for Failure {
 }
 
 /// Runs [`DOCUMENT_PROCESS`] jobs.
-pub(super) struct ProcessDocument(pub(super) Service);
+pub(in crate::service) struct ProcessDocument(pub(in crate::service) Service);
 
 #[async_trait]
 impl JobHandler for ProcessDocument {
@@ -107,7 +97,7 @@ impl Service {
     }
 
     /// A job that processes the document, to write with the change that calls for it.
-    pub(super) fn processing_job(&self, documentation_id: &str) -> NewJob {
+    pub(in crate::service) fn processing_job(&self, documentation_id: &str) -> NewJob {
         NewJob {
             job_id: new_job_id(),
             kind: DOCUMENT_PROCESS.to_owned(),
@@ -138,114 +128,6 @@ impl Service {
             .ok_or_else(|| Error::not_found(format!("knowledge-base document {id} not found")))?;
         self.jobs.wake();
         Ok(doc)
-    }
-
-    /// The organization's chunks that best match `input.query`, best first.
-    pub async fn document_search(
-        &self,
-        actor: &Actor,
-        input: DocumentSearch,
-    ) -> Result<Vec<SearchHit>> {
-        actor.require(Permission::KbRead)?;
-        let query = input.query.trim();
-        if query.is_empty() || query.chars().count() > 1000 {
-            return Err(Error::invalid("query must be 1 to 1000 characters"));
-        }
-        let limit = input.limit.unwrap_or(5);
-        if !(1..=50).contains(&limit) {
-            return Err(Error::invalid("limit must be an integer between 1 and 50"));
-        }
-        let ids = match &input.document_ids {
-            Some(ids) => Some(Self::check_ids(IdKind::Document, "document_ids", ids)?),
-            None => None,
-        };
-        let candidates = limit * CANDIDATES_PER_RESULT;
-        let mut hits = self
-            .repo
-            .chunk_search(
-                &actor.organization_id,
-                &search_terms(query),
-                ids.as_deref(),
-                candidates,
-            )
-            .await?;
-        if let Some(embedder) = &self.knowledge.embedder {
-            self.blend_vectors(embedder.as_ref(), actor, query, ids.as_deref(), &mut hits)
-                .await?;
-        }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.documentation_id.cmp(&b.documentation_id))
-                .then(a.chunk_index.cmp(&b.chunk_index))
-        });
-        hits.truncate(limit as usize);
-        Ok(hits)
-    }
-
-    /// Blends vector similarity into `hits`: every embedded chunk is ranked by its cosine with
-    /// the query's vector; a chunk with a vector scores the mean of its lexical score and its
-    /// similarity, the best of them joining `hits`. Without the query's vector (provider
-    /// down), the lexical ranking stands.
-    async fn blend_vectors(
-        &self,
-        embedder: &dyn Embedder,
-        actor: &Actor,
-        query: &str,
-        ids: Option<&[String]>,
-        hits: &mut Vec<SearchHit>,
-    ) -> Result<()> {
-        let stored = self
-            .repo
-            .chunk_vectors(&actor.organization_id, ids, MAX_VECTOR_SCAN)
-            .await?;
-        if stored.is_empty() {
-            return Ok(());
-        }
-        let q = match embedder.embed(&[query.to_owned()]).await {
-            Ok(mut v) if v.len() == 1 => v.remove(0),
-            Ok(_) | Err(_) => {
-                tracing::warn!("search ranked lexically only: the query could not be embedded");
-                return Ok(());
-            }
-        };
-        let mut ranked: Vec<(f64, usize)> = stored
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (f64::from(cosine(&q, &c.embedding).max(0.0)), i))
-            .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        // One lookup per lexical hit, not a scan of every stored chunk.
-        let similarity: HashMap<(&str, i64), f64> = ranked
-            .iter()
-            .map(|(s, i)| {
-                let c = &stored[*i];
-                ((c.documentation_id.as_str(), c.chunk_index), *s)
-            })
-            .collect();
-        for hit in hits.iter_mut() {
-            if let Some(s) = similarity.get(&(hit.documentation_id.as_str(), hit.chunk_index)) {
-                hit.score = (hit.score + s) / 2.0;
-            }
-        }
-        for (s, i) in ranked
-            .iter()
-            .take(hits.len().max(CANDIDATES_PER_RESULT as usize * 5))
-        {
-            let c = &stored[*i];
-            if !hits
-                .iter()
-                .any(|h| h.documentation_id == c.documentation_id && h.chunk_index == c.chunk_index)
-            {
-                hits.push(SearchHit {
-                    documentation_id: c.documentation_id.clone(),
-                    chunk_index: c.chunk_index,
-                    text: c.text.clone(),
-                    score: s / 2.0,
-                });
-            }
-        }
-        Ok(())
     }
 
     /// One run of a [`DOCUMENT_PROCESS`] job.
