@@ -1,0 +1,86 @@
+//! The database side of calls: the call itself ([`CallRepository`]), the list under its
+//! filters and the statistics ([`CallQueryRepository`]), and the transcript
+//! ([`TranscriptRepository`]).
+
+use async_trait::async_trait;
+
+use super::Change;
+use crate::error::Result;
+use crate::model::{
+    AuditEntry, Call, CallMessage, CallQuery, CallStats, Event, EventStamp, NewMessage, Recording,
+    StatsGroupBy,
+};
+use crate::page::PageQuery;
+use crate::time::Timestamp;
+
+/// Calls.
+#[async_trait]
+pub trait CallRepository: Send + Sync {
+    /// Stores a new call.
+    async fn call_insert(&self, call: &Call, event: &Event) -> Result<()>;
+    /// The call, if it belongs to the organization.
+    async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>>;
+    /// Applies `change` to the mutable fields of the call and records `event`; the call as
+    /// changed, `None` when there is no such call.
+    async fn call_update(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+    ) -> Result<Option<Call>>;
+    /// Points the call at its stored recording (or at none).
+    async fn call_set_recording(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        recording: Option<&Recording>,
+        updated_at: Timestamp,
+        event: &Event,
+    ) -> Result<()>;
+}
+
+/// The call list under its filters, and call statistics.
+#[async_trait]
+pub trait CallQueryRepository: Send + Sync {
+    /// Up to `page.fetch()` of the organization's calls that match `query`, after the
+    /// cursor, newest first.
+    async fn call_list(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        page: &PageQuery,
+    ) -> Result<Vec<Call>>;
+    /// Totals over the organization's calls that match `query` (whose `terms` must be empty),
+    /// and per group when `group_by` is given, aggregated by the database.
+    async fn call_stats(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        group_by: Option<StatsGroupBy>,
+    ) -> Result<CallStats>;
+}
+
+/// Call transcripts.
+#[async_trait]
+pub trait TranscriptRepository: Send + Sync {
+    /// Appends `messages` to the call's transcript in one transaction, numbered after its
+    /// last `seq`; concurrent appends to one call never share or skip a number. `None` (and
+    /// nothing written) when the call is not the organization's.
+    async fn call_message_append(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        messages: &[NewMessage],
+        created_at: Timestamp,
+        audit: &AuditEntry,
+    ) -> Result<Option<Vec<CallMessage>>>;
+    /// Up to `limit` messages of the call with `seq > after_seq`, in `seq` order.
+    async fn call_message_list(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        after_seq: i64,
+        limit: u64,
+    ) -> Result<Vec<CallMessage>>;
+}
