@@ -29,7 +29,7 @@ use voiceplane_core::model::{
 };
 use voiceplane_core::page::{PageParams, PageQuery};
 use voiceplane_core::time::Timestamp;
-use voiceplane_storage::call_queries::{list_statement, stats_statement};
+use voiceplane_storage::calls::queries::{list_statement, stats_statement};
 use voiceplane_suite::sample::{DAY, START, Words, ms, percentile, seed_calls};
 use voiceplane_suite::{TestContext, new_agent};
 

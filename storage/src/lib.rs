@@ -98,7 +98,7 @@ mod repo;
 
 pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 pub use monitor::{JobCounts, PoolStatus};
-pub use repo::call_queries;
+pub use repo::calls;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,

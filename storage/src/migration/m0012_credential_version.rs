@@ -1,6 +1,6 @@
 //! The credential version: one row whose number every revocation of a key raises, in the
 //! revocation's transaction. Each instance caches the keys it has seen and trusts an entry
-//! only while the version is the one it was read at (see `repo/credentials.rs`).
+//! only while the version is the one it was read at (see `repo/changes.rs`).
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema::{big_integer, integer};

@@ -18,10 +18,8 @@ pub(crate) use events::{record_event, record_if_changed};
 mod agents;
 mod api_keys;
 mod audit;
-pub mod call_queries;
-mod calls;
+pub mod calls;
 pub(crate) mod changes;
-mod chunks;
 mod documents;
 mod events;
 mod idempotency;
@@ -31,7 +29,6 @@ mod organizations;
 mod phone_numbers;
 mod retention;
 mod tools;
-mod transcripts;
 mod webhooks;
 
 /// Restricts `select` to the page after `page.after`, newest first: the row-value comparison

@@ -1,4 +1,5 @@
-//! Calls.
+//! Calls: insert, read, update, and point at a recording; the list and statistics
+//! (`queries`) and the transcript (`transcripts`) are in the modules beside this one.
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
@@ -11,11 +12,15 @@ use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
 
 use super::{one, record_event, record_if_changed};
+
+pub mod queries;
+mod transcripts;
+
 use crate::SeaRepository;
 use crate::convert::{db_err, parse_enum, ts, ts_opt};
 use crate::entity::call;
 
-pub(super) fn call_from(m: call::Model) -> Result<Call> {
+pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
     Ok(Call {
         call_type: parse_enum("calls.call_type", &m.call_type)?,
         status: parse_enum("calls.status", &m.status)?,

@@ -1,4 +1,5 @@
-//! Knowledge-base documents.
+//! Knowledge-base documents: insert, read, update, delete, reprocess, and the writes of
+//! processing; their chunks and the search over them are in `chunks`.
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
@@ -16,7 +17,10 @@ use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{Change, DocumentRepository};
 use voiceplane_core::time::Timestamp;
 
-use super::{agents, all, chunks, jobs, keyset, lock_org, record_audit, record_event};
+use super::{agents, all, jobs, keyset, lock_org, record_audit, record_event};
+
+mod chunks;
+
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts, ts_opt};
 use crate::entity::{chunk, document};

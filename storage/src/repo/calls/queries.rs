@@ -18,11 +18,11 @@ use voiceplane_core::model::{Call, CallQuery, CallStats, StatsGroup, StatsGroupB
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::CallQueryRepository;
 
-use super::calls::call_from;
-use super::keyset;
+use super::call_from;
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::call;
+use crate::repo::keyset;
 
 /// `terms` as a full-text query that requires every one of them, in `backend`'s syntax. The
 /// terms are letters and digits only (`search_terms`), so quoting cannot be escaped from.

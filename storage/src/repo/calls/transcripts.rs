@@ -14,10 +14,10 @@ use voiceplane_core::repo::TranscriptRepository;
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::{all, record_audit};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts};
 use crate::entity::{call, call_message};
+use crate::repo::{all, record_audit};
 
 fn message_from(m: call_message::Model) -> Result<CallMessage> {
     Ok(CallMessage {
