@@ -13,27 +13,37 @@
 //!
 //! The parts: [`ConfigError`] and its one-line wording (`error.rs`), [`Secret`] (`secret.rs`),
 //! booleans and numbers that may arrive as strings (`lenient.rs`), the keys with their types and
-//! defaults (`settings.rs`), the HTTP side's and logging's keys (`web.rs`: `http.*`, `rate_limit.*`, `metrics.*`, `log.*`), loading and validation (`load.rs`) and the environment layer
-//! (`env.rs`).
+//! defaults by concern (`settings.rs`: the whole and `database.*`, `storage.*`, `auth.*`,
+//! `secrets.*`; `upstreams.rs`: `providers.*`, `telephony.*`; `knowledge.rs`: `embeddings.*`,
+//! `knowledge.*`; `background.rs`: `events.*`, `audit.*`, `jobs.*`, `retention.*`,
+//! `webhooks.*`; `web.rs`: `http.*`, `rate_limit.*`, `metrics.*`, `log.*`), loading and
+//! validation (`load.rs`) and the environment layer (`env.rs`).
 
+mod background;
 mod env;
 mod error;
+mod knowledge;
 mod lenient;
 mod load;
 mod secret;
 mod settings;
+mod upstreams;
 mod web;
 
+pub use background::{
+    AuditSettings, EventsSettings, JobsSettings, RetentionSettings, WebhooksSettings,
+};
 pub use env::EnvLayer;
 pub use error::ConfigError;
 pub(crate) use error::one_line;
+pub use knowledge::{EmbeddingsConfig, KnowledgeConfig};
 pub use load::{LoadedConfig, config_file};
 pub use secret::Secret;
 pub use settings::{
-    AuditSettings, AuthConfig, Config, DatabaseConfig, EmbeddingsConfig, EventsSettings,
-    JobsSettings, KnowledgeConfig, ProviderOneConfig, ProviderTwoConfig, ProvidersConfig,
-    RetentionSettings, SecretsConfig, StorageBackend, StorageConfig, TelephonyConfig,
-    TelephonyProviderConfig, WebhooksSettings,
+    AuthConfig, Config, DatabaseConfig, SecretsConfig, StorageBackend, StorageConfig,
+};
+pub use upstreams::{
+    ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, TelephonyConfig, TelephonyProviderConfig,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;

@@ -1,17 +1,20 @@
-//! The configuration's keys: one struct per section, each field documented with its dotted
-//! key, and the built-in defaults.
+//! The configuration as a whole ([`Config`]) and the keys of the server's own resources:
+//! `database.*`, `storage.*`, `auth.*` and `secrets.*`, each field documented with its dotted
+//! key, with the built-in defaults. The other sections are in the modules beside this one.
 
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use voiceplane_clients::EmbeddingsSettings;
 use voiceplane_storage::{BlobConfig, S3Settings, redact_url};
 
 use super::lenient::{deserialize_bool, deserialize_opt_u32, deserialize_usize};
-use super::{ConfigError, HttpSettings, LogSettings, MetricsSettings, RateLimitSettings, Secret};
+use super::{
+    AuditSettings, ConfigError, EmbeddingsConfig, EventsSettings, HttpSettings, JobsSettings,
+    KnowledgeConfig, LogSettings, MetricsSettings, ProvidersConfig, RateLimitSettings,
+    RetentionSettings, Secret, TelephonyConfig, WebhooksSettings,
+};
 
 /// The whole configuration. Field names are the dotted keys of [`KEYS`](super::KEYS), which
 /// TOML files and `VOICEPLANE_*` variables already name: renaming a field breaks deployments.
@@ -275,282 +278,6 @@ impl SecretsConfig {
     }
 }
 
-/// `providers.*`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProvidersConfig {
-    /// `providers.provider_one.*`.
-    pub provider_one: ProviderOneConfig,
-    /// `providers.provider_two.*`.
-    pub provider_two: ProviderTwoConfig,
-}
-
-/// `providers.provider_one.*` (Cartesia's API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProviderOneConfig {
-    /// `providers.provider_one.base_url`.
-    pub base_url: String,
-    /// `providers.provider_one.api_key`.
-    pub api_key: Option<Secret>,
-    /// `providers.provider_one.version`: the `Cartesia-Version` header.
-    pub version: String,
-}
-
-impl Default for ProviderOneConfig {
-    fn default() -> Self {
-        Self {
-            base_url: "https://api.cartesia.ai".to_owned(),
-            api_key: None,
-            version: "2024-06-10".to_owned(),
-        }
-    }
-}
-
-/// `providers.provider_two.*` (ElevenLabs' API).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProviderTwoConfig {
-    /// `providers.provider_two.base_url`.
-    pub base_url: String,
-    /// `providers.provider_two.api_key`.
-    pub api_key: Option<Secret>,
-}
-
-impl Default for ProviderTwoConfig {
-    fn default() -> Self {
-        Self {
-            base_url: "https://api.elevenlabs.io".to_owned(),
-            api_key: None,
-        }
-    }
-}
-
-/// `telephony.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TelephonyConfig {
-    /// `telephony.twilio.*`.
-    pub twilio: TelephonyProviderConfig,
-    /// `telephony.telnyx.*`.
-    pub telnyx: TelephonyProviderConfig,
-}
-
-impl Default for TelephonyConfig {
-    fn default() -> Self {
-        Self {
-            twilio: TelephonyProviderConfig {
-                base_url: "https://api.twilio.com".to_owned(),
-            },
-            telnyx: TelephonyProviderConfig {
-                base_url: "https://api.telnyx.com".to_owned(),
-            },
-        }
-    }
-}
-
-/// `telephony.<provider>.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TelephonyProviderConfig {
-    /// `telephony.<provider>.base_url`.
-    pub base_url: String,
-}
-
-/// `events.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EventsSettings {
-    /// `events.retention_days`: events older than this many days are deleted by an hourly
-    /// sweep.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub retention_days: usize,
-}
-
-impl Default for EventsSettings {
-    fn default() -> Self {
-        Self { retention_days: 30 }
-    }
-}
-
-/// `audit.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AuditSettings {
-    /// `audit.retention_days`: audit-log entries older than this many days are deleted by an
-    /// hourly sweep.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub retention_days: usize,
-}
-
-impl Default for AuditSettings {
-    fn default() -> Self {
-        Self {
-            retention_days: 365,
-        }
-    }
-}
-
-/// `jobs.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct JobsSettings {
-    /// `jobs.lease_secs`: how long a claimed job is reserved for its runner; a job whose
-    /// process died is run again after this.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub lease_secs: usize,
-}
-
-impl Default for JobsSettings {
-    fn default() -> Self {
-        Self { lease_secs: 60 }
-    }
-}
-
-/// `retention.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RetentionSettings {
-    /// `retention.sweep_interval_secs`: how often the sweep deletes the recordings,
-    /// transcripts and calls older than their organization's retention policy.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub sweep_interval_secs: usize,
-}
-
-impl Default for RetentionSettings {
-    fn default() -> Self {
-        Self {
-            sweep_interval_secs: 3600,
-        }
-    }
-}
-
-/// `embeddings.*`: an OpenAI-compatible embeddings endpoint. Without `embeddings.base_url`
-/// documents are indexed for lexical search only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EmbeddingsConfig {
-    /// `embeddings.base_url`: the server (`https://api.openai.com`) or its API root ending in
-    /// `/v1`; both call `…/v1/embeddings`. Unset: no embeddings.
-    pub base_url: Option<String>,
-    /// `embeddings.api_key`: sent as `Authorization: Bearer <api_key>`; unset, no
-    /// `Authorization` is sent (for servers that need none).
-    pub api_key: Option<Secret>,
-    /// `embeddings.model`: the `model` of every request.
-    pub model: String,
-    /// `embeddings.batch_size`: the most inputs sent in one request, 1–2048.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub batch_size: usize,
-    /// `embeddings.timeout_secs`: the longest wait for one request, in seconds.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub timeout_secs: usize,
-}
-
-impl Default for EmbeddingsConfig {
-    fn default() -> Self {
-        let client = EmbeddingsSettings::default();
-        Self {
-            base_url: None,
-            api_key: None,
-            model: client.model,
-            batch_size: client.batch_size,
-            timeout_secs: usize::try_from(client.timeout.as_secs()).unwrap_or(usize::MAX),
-        }
-    }
-}
-
-impl EmbeddingsConfig {
-    /// The client's settings; `None` when `embeddings.base_url` is unset.
-    pub fn client_settings(&self) -> Option<EmbeddingsSettings> {
-        Some(EmbeddingsSettings {
-            base_url: self.base_url.clone()?,
-            api_key: self.api_key.as_ref().map(|k| k.expose().to_owned()),
-            model: self.model.clone(),
-            batch_size: self.batch_size,
-            timeout: seconds(self.timeout_secs),
-        })
-    }
-}
-
-/// `knowledge.*`: the bounds of processing one knowledge-base document; a document beyond
-/// them fails processing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct KnowledgeConfig {
-    /// `knowledge.max_bytes`: the largest document processed, in bytes.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub max_bytes: usize,
-    /// `knowledge.max_pages`: the most pages of a PDF read.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub max_pages: usize,
-    /// `knowledge.timeout_secs`: how long processing one document may take, in seconds.
-    #[serde(deserialize_with = "deserialize_usize")]
-    pub timeout_secs: usize,
-}
-
-impl Default for KnowledgeConfig {
-    fn default() -> Self {
-        Self {
-            max_bytes: 50 * 1024 * 1024,
-            max_pages: 2000,
-            timeout_secs: 60,
-        }
-    }
-}
-
-impl KnowledgeConfig {
-    /// `knowledge.timeout_secs` as a duration.
-    pub fn timeout(&self) -> Duration {
-        seconds(self.timeout_secs)
-    }
-}
-
-/// `secs` seconds; a count beyond `u64` (not on 64-bit targets) saturates.
-fn seconds(secs: usize) -> Duration {
-    Duration::from_secs(u64::try_from(secs).unwrap_or(u64::MAX))
-}
-
-/// `webhooks.*`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WebhooksSettings {
-    /// `webhooks.retry_schedule`: the delays between delivery attempts, in seconds,
-    /// comma-separated; after the last one a delivery is `failed`.
-    pub retry_schedule: String,
-    /// `webhooks.allow_private_targets`: whether endpoints may be loopback, private or
-    /// link-local addresses (for a receiver on the same network; off by default).
-    #[serde(deserialize_with = "deserialize_bool")]
-    pub allow_private_targets: bool,
-}
-
-impl Default for WebhooksSettings {
-    fn default() -> Self {
-        Self {
-            retry_schedule: voiceplane_core::service::DEFAULT_RETRY_SCHEDULE
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-            allow_private_targets: false,
-        }
-    }
-}
-
-impl WebhooksSettings {
-    /// The retry schedule as delays; `None` when it does not parse.
-    pub fn schedule(&self) -> Option<Vec<std::time::Duration>> {
-        self.retry_schedule
-            .split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<u64>()
-                    .ok()
-                    .map(std::time::Duration::from_secs)
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::result_large_err)] // figment's `Jail` closures return `figment::Result`.
 mod tests {
@@ -640,37 +367,6 @@ mod tests {
         known.sort();
         found.sort();
         assert_eq!(found, known);
-    }
-
-    #[test]
-    fn embeddings_settings_reach_the_client() {
-        Jail::expect_with(|jail| {
-            jail.create_file(
-                "voiceplane.toml",
-                "[embeddings]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"nomic-embed-text\"\n\
-                 batch_size = 16\ntimeout_secs = 3\n[knowledge]\nmax_pages = 10\n",
-            )?;
-            jail.set_env("VOICEPLANE_EMBEDDINGS__API_KEY", "emb-key-GGGG");
-            let c = load(jail, None)?.config;
-            let expected = EmbeddingsSettings {
-                base_url: "http://127.0.0.1:11434/v1".into(),
-                api_key: Some("emb-key-GGGG".into()),
-                model: "nomic-embed-text".into(),
-                batch_size: 16,
-                timeout: Duration::from_secs(3),
-            };
-            assert_eq!(c.embeddings.client_settings(), Some(expected));
-            assert_eq!(c.knowledge.max_pages, 10);
-            assert_eq!(c.knowledge.max_bytes, 52_428_800, "untouched");
-            assert!(c.warnings().iter().all(|w| !w.contains("embeddings")));
-
-            // A key without a provider is allowed, and said to do nothing.
-            jail.create_file("voiceplane.toml", "")?;
-            let c = load(jail, None)?.config;
-            assert_eq!(c.embeddings.client_settings(), None);
-            assert!(c.warnings().contains(&"embeddings.api_key has no effect without embeddings.base_url: documents are indexed for lexical search only".to_owned()));
-            Ok(())
-        });
     }
 
     #[test]

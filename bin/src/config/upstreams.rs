@@ -1,0 +1,88 @@
+//! The keys of the providers the server calls: the voice providers (`providers.*`) and the
+//! telephony providers that integrations are validated against (`telephony.*`).
+
+use serde::{Deserialize, Serialize};
+
+use super::Secret;
+
+/// `providers.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProvidersConfig {
+    /// `providers.provider_one.*`.
+    pub provider_one: ProviderOneConfig,
+    /// `providers.provider_two.*`.
+    pub provider_two: ProviderTwoConfig,
+}
+
+/// `providers.provider_one.*` (Cartesia's API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderOneConfig {
+    /// `providers.provider_one.base_url`.
+    pub base_url: String,
+    /// `providers.provider_one.api_key`.
+    pub api_key: Option<Secret>,
+    /// `providers.provider_one.version`: the `Cartesia-Version` header.
+    pub version: String,
+}
+
+impl Default for ProviderOneConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.cartesia.ai".to_owned(),
+            api_key: None,
+            version: "2024-06-10".to_owned(),
+        }
+    }
+}
+
+/// `providers.provider_two.*` (ElevenLabs' API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderTwoConfig {
+    /// `providers.provider_two.base_url`.
+    pub base_url: String,
+    /// `providers.provider_two.api_key`.
+    pub api_key: Option<Secret>,
+}
+
+impl Default for ProviderTwoConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.elevenlabs.io".to_owned(),
+            api_key: None,
+        }
+    }
+}
+
+/// `telephony.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelephonyConfig {
+    /// `telephony.twilio.*`.
+    pub twilio: TelephonyProviderConfig,
+    /// `telephony.telnyx.*`.
+    pub telnyx: TelephonyProviderConfig,
+}
+
+impl Default for TelephonyConfig {
+    fn default() -> Self {
+        Self {
+            twilio: TelephonyProviderConfig {
+                base_url: "https://api.twilio.com".to_owned(),
+            },
+            telnyx: TelephonyProviderConfig {
+                base_url: "https://api.telnyx.com".to_owned(),
+            },
+        }
+    }
+}
+
+/// `telephony.<provider>.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelephonyProviderConfig {
+    /// `telephony.<provider>.base_url`.
+    pub base_url: String,
+}
