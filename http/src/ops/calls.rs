@@ -6,10 +6,32 @@ use voiceplane_core::model::{
 };
 use voiceplane_core::page::{Page, PageParams};
 
-use crate::endpoint::{Created, Cx, Data, Json, Query};
+use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
+use crate::operation::{Area, Operation};
 
-pub(crate) async fn call_create(
+pub(crate) const AREA: Area = Area {
+    tag: "calls",
+    about: "Calls handled by the organization's agents.",
+    operations: &[
+        CALL_CREATE,
+        CALL_LIST,
+        CALL_STATS,
+        CALL_VIEW,
+        CALL_UPDATE,
+        CALL_DELETE,
+    ],
+};
+
+const CALL_CREATE: Operation = Operation::post("/api/calls", handler!(call_create)).doc(
+    "Record a call",
+    "Records a call of one of the organization's agents. `status` defaults to `queued`, \
+     `recording_enabled` to the agent's setting, `created_at` to now. Needs `calls:write` \
+     (agent_manager or admin); sending `created_at` (an import) also needs the role \
+     `admin`, and it must not be in the future (400).",
+);
+
+async fn call_create(
     cx: Cx,
     (): (),
     (actor, Json(input)): (Actor, Json<NewCall>),
@@ -18,7 +40,16 @@ pub(crate) async fn call_create(
     Ok(Created::member(&cx, call, |x| &x.call_sid))
 }
 
-pub(crate) async fn call_list(
+const CALL_LIST: Operation = Operation::get("/api/calls", handler!(call_list)).doc(
+    "List calls",
+    "Lists calls, newest first, with optional filters combined with AND (`status`, \
+     `call_type`, `agent_id`, `to_number`, `from_number`, `created_after`, \
+     `created_before`) and `q`, which keeps calls whose transcript has every word of it. \
+     A cursor only continues the filters it was issued for (400 otherwise). Needs \
+     `calls:read` (every role).",
+);
+
+async fn call_list(
     cx: Cx,
     (): (),
     (actor, Query(filter), Query(search), Query(params)): (
@@ -34,7 +65,14 @@ pub(crate) async fn call_list(
         .await?)
 }
 
-pub(crate) async fn call_stats(
+const CALL_STATS: Operation = Operation::get("/api/calls/stats", handler!(call_stats)).doc(
+    "Count, cost and duration of the calls the filters keep, in total and per group",
+    "Counts the calls the filters keep (those of the list, without `q`) and sums their \
+     cost and duration, in total and per `group_by` group (`day`, `agent`, `status`, \
+     `end_reason`); computed by the database. Needs `calls:read` (every role).",
+);
+
+async fn call_stats(
     cx: Cx,
     (): (),
     (actor, Query(filter), Query(grouping)): (Actor, Query<CallFilter>, Query<StatsGrouping>),
@@ -44,7 +82,15 @@ pub(crate) async fn call_stats(
     ))
 }
 
-pub(crate) async fn call_view(
+const CALL_VIEW: Operation = Operation::get("/api/calls/{call_sid}", handler!(call_view))
+    .tagged_view()
+    .doc(
+        "Get a call",
+        "One call with its agent, numbers, times, cost and recording state. Needs `calls:read` \
+     (every role).",
+    );
+
+async fn call_view(
     cx: Cx,
     (call_sid,): (String,),
     (actor,): (Actor,),
@@ -52,7 +98,16 @@ pub(crate) async fn call_view(
     Ok(Data(cx.service().call_view(&actor, &call_sid).await?))
 }
 
-pub(crate) async fn call_update(
+const CALL_UPDATE: Operation = Operation::patch("/api/calls/{call_sid}", handler!(call_update))
+    .tagged_write()
+    .doc(
+        "Update a call",
+        "Changes a call's status, end reason, times, duration, cost, turn count or billing \
+     status; `duration_seconds` is computed from the times when not given. Records \
+     `call.updated`. Needs `calls:write` (agent_manager or admin).",
+    );
+
+async fn call_update(
     cx: Cx,
     (call_sid,): (String,),
     (actor, Json(input)): (Actor, Json<CallUpdate>),
@@ -62,7 +117,16 @@ pub(crate) async fn call_update(
     ))
 }
 
-pub(crate) async fn call_delete(
+const CALL_DELETE: Operation = Operation::delete("/api/calls/{call_sid}", handler!(call_delete))
+    .conditional_write()
+    .doc(
+        "Delete a call with its transcript and recording",
+        "Deletes the call, its transcript and its recording in one transaction and records \
+     `call.deleted`; the recording's file is removed from the object store by a durable \
+     job shortly after. Needs `calls:write` (agent_manager or admin).",
+    );
+
+async fn call_delete(
     cx: Cx,
     (call_sid,): (String,),
     (actor,): (Actor,),

@@ -4,10 +4,29 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{CallMessage, NewMessages};
 use voiceplane_core::page::{Page, PageParams};
 
-use crate::endpoint::{Created, Cx, Json, Query};
+use crate::endpoint::{Created, Cx, Json, Query, handler};
 use crate::error::ApiError;
+use crate::operation::{Area, Operation};
 
-pub(crate) async fn call_message_append(
+pub(crate) const AREA: Area = Area {
+    tag: "transcripts",
+    about: "The transcript of each call, message by message.",
+    operations: &[CALL_MESSAGE_APPEND, CALL_MESSAGE_LIST],
+};
+
+const CALL_MESSAGE_APPEND: Operation = Operation::post(
+    "/api/calls/{call_sid}/messages",
+    handler!(call_message_append),
+)
+.doc(
+    "Append messages to the call's transcript",
+    "Appends 1–100 messages to the call's transcript in one transaction; they get the next \
+     `seq` numbers in the order sent, and concurrent appends never share or skip one. A \
+     400 names the message and field at fault. Needs `calls:write` (agent_manager or \
+     admin).",
+);
+
+async fn call_message_append(
     cx: Cx,
     (call_sid,): (String,),
     (actor, Json(input)): (Actor, Json<NewMessages>),
@@ -21,7 +40,17 @@ pub(crate) async fn call_message_append(
     Ok(Created::at("messages", messages))
 }
 
-pub(crate) async fn call_message_list(
+const CALL_MESSAGE_LIST: Operation = Operation::get(
+    "/api/calls/{call_sid}/messages",
+    handler!(call_message_list),
+)
+.doc(
+    "List the call's transcript in conversation order",
+    "The call's transcript in conversation order (`seq` ascending), one page at a time. \
+     Needs `calls:read` (every role).",
+);
+
+async fn call_message_list(
     cx: Cx,
     (call_sid,): (String,),
     (actor, Query(params)): (Actor, Query<PageParams>),
