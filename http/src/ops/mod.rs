@@ -18,17 +18,15 @@ mod agents;
 mod api_keys;
 mod audit;
 mod calls;
+mod documents;
 mod events;
 mod health;
 mod integrations;
-mod knowledge_base;
 mod members;
 mod meta;
 mod organization;
 mod phone_numbers;
-mod recordings;
 mod tools;
-mod transcripts;
 mod voices;
 mod webhooks;
 
@@ -42,13 +40,13 @@ pub const AREAS: &[Area] = &[
     meta::AREA,
     api_keys::AREA,
     calls::AREA,
-    transcripts::AREA,
-    recordings::AREA,
+    calls::transcripts::AREA,
+    calls::recordings::AREA,
     tools::AREA,
     agents::AREA,
     phone_numbers::AREA,
     integrations::AREA,
-    knowledge_base::AREA,
+    documents::AREA,
     voices::AREA,
     organization::AREA,
     members::AREA,

@@ -1,4 +1,8 @@
-//! `/api/calls`: calls handled by the organization's agents.
+//! `/api/calls`: calls handled by the organization's agents, with their transcripts
+//! ([`transcripts`]) and recordings ([`recordings`]), each an area of its own in the document.
+
+pub(super) mod recordings;
+pub(super) mod transcripts;
 
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
