@@ -67,7 +67,7 @@ impl HttpTelephonyValidator {
                     .get(url)
                     .basic_auth(account_sid, Some(auth_token))
             }
-            TelephonyCredentials::Telnyx { api_key } => {
+            TelephonyCredentials::Telnyx { api_key, .. } => {
                 let url = endpoint(&self.telnyx, &["v2", "balance"]);
                 self.http.client.get(url).bearer_auth(api_key)
             }

@@ -35,6 +35,8 @@ fn twilio() -> TelephonyCredentials {
 fn telnyx() -> TelephonyCredentials {
     TelephonyCredentials::Telnyx {
         api_key: TELNYX_KEY.into(),
+        public_key: None,
+        connection_id: None,
     }
 }
 
