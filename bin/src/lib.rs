@@ -477,7 +477,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     if cli.command == Some(Command::Openapi) {
         // The document is built from the route table and the types alone: no configuration
         // is read, so it can be written out on a machine with nothing set up.
-        return match print_json_line(voiceplane_http::openapi::document()) {
+        return match print_json_line(voiceplane_http::openapi_document()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => report(&e),
         };
@@ -518,7 +518,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 redact_url(&config.database.url)
             );
         }),
-        Command::Openapi => print_json_line(voiceplane_http::openapi::document()),
+        Command::Openapi => print_json_line(voiceplane_http::openapi_document()),
         Command::Bootstrap(args) => {
             let input = BootstrapInput {
                 org_name: args.org_name,

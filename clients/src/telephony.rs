@@ -1,4 +1,7 @@
-//! The telephony credential probes, one cheap authenticated read per provider:
+//! Twilio and Telnyx over HTTP: the credential probes and the number lookups and
+//! configuration of [`TelephonyGateway`].
+//!
+//! The probes are one cheap authenticated read per provider:
 //!
 //! - Twilio `{account_sid, auth_token}`: `GET {base}/2010-04-01/Accounts/{account_sid}.json`
 //!   with Basic auth;
@@ -13,6 +16,8 @@ use std::fmt;
 
 use async_trait::async_trait;
 use reqwest::Url;
+use serde_json::{Value, json};
+use voiceplane_core::telephony::gateway::{GatewayError, NumberWebhooks, TelephonyGateway};
 use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
 
 use crate::{BuildError, HttpClient, base_url, endpoint, human};
@@ -26,7 +31,8 @@ pub struct TelephonySettings {
     pub telnyx_base_url: String,
 }
 
-/// Probes Twilio and Telnyx credentials over HTTP.
+/// Twilio and Telnyx over HTTP: probes credentials ([`TelephonyValidator`]) and finds and
+/// connects numbers ([`TelephonyGateway`]).
 #[derive(Clone)]
 pub struct HttpTelephonyValidator {
     http: HttpClient,
@@ -67,7 +73,7 @@ impl HttpTelephonyValidator {
                     .get(url)
                     .basic_auth(account_sid, Some(auth_token))
             }
-            TelephonyCredentials::Telnyx { api_key } => {
+            TelephonyCredentials::Telnyx { api_key, .. } => {
                 let url = endpoint(&self.telnyx, &["v2", "balance"]);
                 self.http.client.get(url).bearer_auth(api_key)
             }
@@ -118,5 +124,191 @@ impl TelephonyValidator for HttpTelephonyValidator {
             }
         }
         outcome
+    }
+}
+
+/// Longest provider error message passed on, in characters.
+const MAX_PROVIDER_MESSAGE: usize = 200;
+
+impl HttpTelephonyValidator {
+    /// Sends `request` for `provider` and reads a JSON answer; every failure is a
+    /// [`GatewayError`] naming the provider, never carrying a credential.
+    async fn call(
+        &self,
+        provider: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Value, GatewayError> {
+        let response = request
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| {
+                GatewayError::Unavailable(if e.is_timeout() {
+                    format!(
+                        "{provider} did not answer within {}",
+                        human(self.http.settings.request_timeout)
+                    )
+                } else if e.is_connect() {
+                    format!("{provider} could not be reached")
+                } else {
+                    format!("the connection to {provider} failed")
+                })
+            })?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(body);
+        }
+        if status.as_u16() == 429 || status.is_server_error() {
+            return Err(GatewayError::Unavailable(format!(
+                "{provider} answered with HTTP {}",
+                status.as_u16()
+            )));
+        }
+        // Twilio: `{"code": 21211, "message": …}`; Telnyx: `{"errors": [{"code", "title",
+        // "detail"}]}`.
+        let (code, message) = match body.get("errors").and_then(|e| e.get(0)) {
+            Some(first) => (
+                first["code"].as_str().map(str::to_owned),
+                first["detail"].as_str().or(first["title"].as_str()),
+            ),
+            None => (
+                body["code"].as_u64().map(|c| c.to_string()),
+                body["message"].as_str(),
+            ),
+        };
+        let message: String = message
+            .unwrap_or("no message")
+            .chars()
+            .take(MAX_PROVIDER_MESSAGE)
+            .collect();
+        Err(GatewayError::Rejected {
+            code: code.unwrap_or_else(|| status.as_u16().to_string()),
+            message: format!("{provider}: {message}"),
+        })
+    }
+}
+
+#[async_trait]
+impl TelephonyGateway for HttpTelephonyValidator {
+    async fn find_number(
+        &self,
+        credentials: &TelephonyCredentials,
+        e164: &str,
+    ) -> Result<String, GatewayError> {
+        let (provider, request, list) = match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let mut url = endpoint(
+                    &self.twilio,
+                    &[
+                        "2010-04-01",
+                        "Accounts",
+                        account_sid,
+                        "IncomingPhoneNumbers.json",
+                    ],
+                );
+                url.query_pairs_mut().append_pair("PhoneNumber", e164);
+                let request = self
+                    .http
+                    .client
+                    .get(url)
+                    .basic_auth(account_sid, Some(auth_token));
+                ("twilio", request, ("incoming_phone_numbers", "sid"))
+            }
+            TelephonyCredentials::Telnyx { api_key, .. } => {
+                let mut url = endpoint(&self.telnyx, &["v2", "phone_numbers"]);
+                url.query_pairs_mut()
+                    .append_pair("filter[phone_number]", e164.trim_start_matches('+'));
+                let request = self.http.client.get(url).bearer_auth(api_key);
+                ("telnyx", request, ("data", "id"))
+            }
+        };
+        let body = self.call(provider, request).await?;
+        let (field, id) = list;
+        // Both searches match loosely (Twilio by prefix or pattern, Telnyx by digits): only the
+        // exact number is this one.
+        body[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|number| number["phone_number"].as_str() == Some(e164))
+            .and_then(|number| number[id].as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                GatewayError::NotFound(format!("{provider} does not have {e164} on this account"))
+            })
+    }
+
+    async fn connect_number(
+        &self,
+        credentials: &TelephonyCredentials,
+        number_id: &str,
+        webhooks: &NumberWebhooks,
+    ) -> Result<(), GatewayError> {
+        match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let resource = format!("{number_id}.json");
+                let url = endpoint(
+                    &self.twilio,
+                    &[
+                        "2010-04-01",
+                        "Accounts",
+                        account_sid,
+                        "IncomingPhoneNumbers",
+                        &resource,
+                    ],
+                );
+                let form = [
+                    ("VoiceUrl", webhooks.twilio_voice_url.as_str()),
+                    ("VoiceMethod", "POST"),
+                    ("StatusCallback", webhooks.twilio_status_url.as_str()),
+                    ("StatusCallbackMethod", "POST"),
+                ];
+                let request = self
+                    .http
+                    .client
+                    .post(url)
+                    .basic_auth(account_sid, Some(auth_token))
+                    .form(&form);
+                self.call("twilio", request).await.map(|_| ())
+            }
+            TelephonyCredentials::Telnyx {
+                api_key,
+                connection_id,
+                ..
+            } => {
+                let Some(connection_id) = connection_id else {
+                    return Err(GatewayError::Rejected {
+                        code: "connection_id".to_owned(),
+                        message: "the Telnyx integration has no connection_id".to_owned(),
+                    });
+                };
+                let number = endpoint(&self.telnyx, &["v2", "phone_numbers", number_id]);
+                let request = self
+                    .http
+                    .client
+                    .patch(number)
+                    .bearer_auth(api_key)
+                    .json(&json!({"connection_id": connection_id}));
+                self.call("telnyx", request).await?;
+                let application = endpoint(
+                    &self.telnyx,
+                    &["v2", "call_control_applications", connection_id],
+                );
+                let request = self
+                    .http
+                    .client
+                    .patch(application)
+                    .bearer_auth(api_key)
+                    .json(&json!({"webhook_event_url": webhooks.telnyx_events_url}));
+                self.call("telnyx", request).await.map(|_| ())
+            }
+        }
     }
 }

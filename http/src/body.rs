@@ -3,14 +3,29 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http::{HeaderMap, header};
 use http_body::Body as _;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
 
-use crate::endpoint::RequestBody;
 use crate::error::{ApiError, payload_too_large};
+use crate::response::BoxError;
+
+/// A request body after routing: boxed, so that extractors are not generic over it.
+pub(crate) type RequestBody = http_body_util::combinators::UnsyncBoxBody<Bytes, BoxError>;
+
+/// Boxes any request body into a [`RequestBody`].
+pub(crate) fn boxed<B>(body: B) -> RequestBody
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+        .map_err(Into::into)
+        .boxed_unsync()
+}
 
 /// The 415 detail for a JSON body sent with another `Content-Type`.
 pub(crate) const JSON_REQUIRED: &str = "Content-Type must be application/json";
@@ -180,7 +195,7 @@ mod tests {
     use http_body_util::Full;
 
     use super::*;
-    use crate::endpoint::boxed;
+    use crate::body::boxed;
 
     fn with_type(ct: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -1,23 +1,23 @@
-//! Entity tags and conditional requests (RFC 9110 §8.8.3 and §13), for every resource that has
-//! a view: a `GET` route whose operation is a `*_view` (`agent_view`, `api_key_view`,
-//! `organization_settings_view`, …).
+//! The third stage of a request: entity tags and conditional requests (RFC 9110 §8.8.3 and
+//! §13), as each operation's declaration says ([`Conditional`]); then the operation runs.
 //!
-//! - The `GET` (and `HEAD`) of a view and the `PATCH` of the same path answer with a strong
-//!   `ETag` ([`voiceplane_core::precondition::entity_tag`] of the exact JSON body, envelope
+//! - A [`Conditional::TaggedView`] (the `GET`, and `HEAD`, of a resource) and a
+//!   [`Conditional::TaggedWrite`] (its `PATCH`) answer with a strong `ETag`
+//!   ([`voiceplane_core::precondition::entity_tag`] of the exact JSON body, envelope
 //!   included). The `PATCH` answers the same representation as the `GET` (`Data<T>` of the
 //!   same `T`), so its tag is the one a `GET` right after would give.
 //! - A `GET`/`HEAD` of a view with `If-None-Match` that matches (weak comparison, `*` matches
 //!   any) answers `304` with the `ETag` and no body; with an `If-Match` that does not match
 //!   (strong comparison), `412`.
-//! - A `PATCH` or `DELETE` of a path with a view, sent with `If-Match` or `If-None-Match`,
-//!   carries them to the service as [`Preconditions`] (a request extension the caller's
-//!   [`RequestContext`](voiceplane_core::auth::RequestContext) picks up). The repository checks
+//! - A [`Conditional::TaggedWrite`] or [`Conditional::Write`] (a `DELETE`) sent with
+//!   `If-Match` or `If-None-Match` carries them to the service as [`Preconditions`], in the
+//!   caller's [`RequestContext`](voiceplane_core::auth::RequestContext). The repository checks
 //!   them against the resource as its write transaction reads it, row locked, and the write
 //!   happens only if they hold: a compare-and-set, so of several writers holding one tag
 //!   exactly one wins, on one instance or many. When they fail the answer is
 //!   `412 {"detail": …}` and nothing changed; an unknown id or a missing permission answers
 //!   as without them.
-//! - Any other unsafe request (no view at its path: members, a recording, collections) with
+//! - Any other unsafe request ([`Conditional::None`]: members, a recording, collections) with
 //!   an `If-Match` listing tags answers `412`, since none of its representations has a tag
 //!   to match; `If-Match: *` passes and `If-None-Match` is ignored there.
 //!
@@ -38,86 +38,64 @@ use voiceplane_core::precondition::{
     Comparison, EntityTag, PRECONDITION_FAILED, Preconditions, Tags, entity_tag,
 };
 
-use crate::endpoint::RequestBody;
+use crate::api::Api;
+use crate::body::RequestBody;
+use crate::caller::Authenticated;
 use crate::error::ApiError;
-use crate::router::{self, OPERATIONS, Operation, Route};
-use crate::{Api, ResponseBody, response};
+use crate::operation::{Captures, Conditional, Operation};
+use crate::response::{self, ResponseBody};
 
-/// The view (`GET …` whose operation is a `*_view`) at `template`, if there is one.
-pub(crate) fn view_at(template: &str) -> Option<&'static Operation> {
-    OPERATIONS
-        .iter()
-        .find(|op| op.method == "GET" && op.template == template && op.id.ends_with("_view"))
-}
-
-/// Whether the success of `op` carries an `ETag`: a view, or the `PATCH` of a path that has one.
-pub(crate) fn is_tagged(op: &Operation) -> bool {
-    match op.method {
-        "GET" => view_at(op.template).is_some_and(|view| view.id == op.id),
-        "PATCH" => view_at(op.template).is_some(),
-        _ => false,
-    }
-}
-
-/// Whether `op` honours `If-Match` and `If-None-Match` against a view (and may answer 412).
-pub(crate) fn is_conditional(op: &Operation) -> bool {
-    match op.method {
-        "GET" | "PATCH" => is_tagged(op),
-        "DELETE" => view_at(op.template).is_some(),
-        _ => false,
-    }
-}
-
-/// Runs `route` with the conditional-request rules of this module around it.
-pub(crate) async fn dispatch(
+/// Runs `op` with the conditional-request rules of its declaration around it.
+pub(crate) async fn run(
     api: &Api,
-    route: Route,
+    op: &'static Operation,
+    captures: Captures,
     mut parts: Parts,
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let (method, template) = route.definition();
     let if_match = read_condition(&parts.headers, header::IF_MATCH);
-    let if_none_match = read_condition(&parts.headers, header::IF_NONE_MATCH);
-    let safe = parts.method == Method::GET || parts.method == Method::HEAD;
-
-    if view_at(template).is_none() {
-        if !safe && if_match.as_ref().is_some_and(|c| *c != Tags::Any) {
-            return Err(precondition_failed());
+    match op.conditional {
+        Conditional::None => {
+            let safe = parts.method == Method::GET || parts.method == Method::HEAD;
+            if !safe && if_match.as_ref().is_some_and(|c| *c != Tags::Any) {
+                return Err(precondition_failed());
+            }
+            op.run(api.clone(), parts, captures, body).await
         }
-        return router::dispatch(api, route, parts, body).await;
+        Conditional::TaggedView => {
+            let if_none_match = read_condition(&parts.headers, header::IF_NONE_MATCH);
+            let response = tag(op.run(api.clone(), parts, captures, body).await?).await;
+            let Some(etag) = etag_of(&response) else {
+                return Ok(response);
+            };
+            if if_match.is_some_and(|c| !c.matches(&etag, Comparison::Strong)) {
+                return Err(precondition_failed());
+            }
+            if if_none_match.is_some_and(|c| c.matches(&etag, Comparison::Weak)) {
+                return Ok(not_modified(response));
+            }
+            Ok(response)
+        }
+        Conditional::TaggedWrite | Conditional::Write => {
+            let preconditions = Preconditions {
+                if_match,
+                if_none_match: read_condition(&parts.headers, header::IF_NONE_MATCH),
+            };
+            if !preconditions.is_empty() {
+                // The service checks them in the write's transaction, as the caller's.
+                if let Some(Authenticated(actor)) = parts.extensions.get_mut() {
+                    actor.request.preconditions = preconditions.clone();
+                }
+                parts.extensions.insert(preconditions);
+            }
+            let response = op.run(api.clone(), parts, captures, body).await?;
+            Ok(if op.conditional == Conditional::TaggedWrite {
+                tag(response).await
+            } else {
+                response
+            })
+        }
     }
-
-    if method == "GET" {
-        // `route` is the view itself (a view is the only GET at its template).
-        let response = tag(router::dispatch(api, route, parts, body).await?).await;
-        let Some(etag) = etag_of(&response) else {
-            return Ok(response);
-        };
-        if if_match.is_some_and(|c| !c.matches(&etag, Comparison::Strong)) {
-            return Err(precondition_failed());
-        }
-        if if_none_match.is_some_and(|c| c.matches(&etag, Comparison::Weak)) {
-            return Ok(not_modified(response));
-        }
-        return Ok(response);
-    }
-
-    let is_patch = method == "PATCH";
-    if method == "DELETE" || is_patch {
-        let preconditions = Preconditions {
-            if_match,
-            if_none_match,
-        };
-        if !preconditions.is_empty() {
-            parts.extensions.insert(preconditions);
-        }
-    }
-    let response = router::dispatch(api, route, parts, body).await?;
-    Ok(if is_patch {
-        tag(response).await
-    } else {
-        response
-    })
 }
 
 /// `response` with its `ETag`, when it is a 200: the body is complete JSON, read at once.
@@ -273,35 +251,5 @@ mod tests {
             .check(&data)
             .is_ok()
         );
-    }
-
-    #[test]
-    fn views_and_their_writes_are_conditional() {
-        let op = |method: &str, template: &str| {
-            OPERATIONS
-                .iter()
-                .find(|o| o.method == method && o.template == template)
-                .unwrap()
-        };
-        assert!(is_tagged(op("GET", "/api/agents/{agent_id}")));
-        assert!(is_tagged(op("PATCH", "/api/agents/{agent_id}")));
-        assert!(is_tagged(op("GET", "/api/organization/settings")));
-        assert!(is_tagged(op("PATCH", "/api/organization/settings")));
-        assert!(is_tagged(op("GET", "/api/api-keys/{key_id}")));
-        assert!(!is_tagged(op("DELETE", "/api/agents/{agent_id}")));
-        assert!(is_conditional(op("DELETE", "/api/agents/{agent_id}")));
-        assert!(!is_tagged(op("GET", "/api/agents")));
-        assert!(!is_tagged(op(
-            "PATCH",
-            "/api/auth/organizations/members/{membership_id}"
-        )));
-        assert!(!is_tagged(op(
-            "GET",
-            "/api/calls/{call_sid}/recording/stream"
-        )));
-        assert!(!is_conditional(op(
-            "DELETE",
-            "/api/calls/{call_sid}/recording"
-        )));
     }
 }

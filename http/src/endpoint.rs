@@ -1,15 +1,14 @@
-//! What an operation is made of, as types: the inputs it extracts from a request
-//! ([`Extract`]: credentials, query, body) and the answer it gives ([`Reply`]: an envelope, a
-//! list, a file). A handler is an `async fn(Cx, path, inputs) -> Result<answer, ApiError>`;
-//! [`run`] extracts its inputs in order and answers, and [`spec`] describes the same types
-//! for the OpenAPI document, so the document cannot say anything the handler does not do.
+//! What an operation is made of, as types: the inputs it takes from a request
+//! ([`FromRequest`]: credentials, query, body) and the answer it gives ([`Reply`]: an
+//! envelope, a list, a file). A handler is an `async fn(Cx, path, inputs) -> Result<answer,
+//! ApiError>`; [`run`] is the last stage of a request: it takes the inputs in order, calls the
+//! handler and answers, and [`spec`] describes the same types for the OpenAPI document, so the
+//! document cannot say anything the handler does not do.
 
 use std::future::Future;
 
-use bytes::{Buf, Bytes};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode, header};
-use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -18,26 +17,32 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
-use crate::body::{JSON_REQUIRED, read_json, require_json};
+use crate::api::Api;
+use crate::body::{JSON_REQUIRED, RequestBody, read_json, require_json};
+use crate::caller::{self, Authenticated};
+use crate::credentials::Auth;
 use crate::error::ApiError;
-use crate::openapi::{Auth, Input, OpSpec, Output, Schemas};
-use crate::response::{self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope};
-use crate::{Api, BoxError, ResponseBody, extract, query};
+use crate::openapi::spec::{Input, OpSpec, Output, Schemas};
+use crate::operation::Captures;
+use crate::response::{
+    self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope, ResponseBody,
+};
+use crate::{credentials, query};
 
-/// A request body after routing: boxed, so that extractors are not generic over it.
-pub(crate) type RequestBody = http_body_util::combinators::UnsyncBoxBody<Bytes, BoxError>;
-
-/// Boxes any request body into a [`RequestBody`].
-pub(crate) fn boxed<B>(body: B) -> RequestBody
-where
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
-    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
-        .map_err(Into::into)
-        .boxed_unsync()
+/// The [`Handler`] of an `async fn(Cx, path, inputs) -> Result<answer, ApiError>` (see
+/// [`crate::endpoint`]); the function's name becomes the operation's id.
+macro_rules! handler {
+    ($handler:ident) => {
+        $crate::operation::Handler {
+            id: stringify!($handler),
+            run: |api, parts, captures, body| {
+                Box::pin($crate::endpoint::run(api, parts, captures, body, $handler))
+            },
+            describe: |schemas| $crate::endpoint::spec($handler, schemas),
+        }
+    };
 }
+pub(crate) use handler;
 
 /// What a handler sees of the request besides its typed inputs.
 pub(crate) struct Cx {
@@ -52,10 +57,42 @@ impl Cx {
     }
 }
 
+/// The path parameters of a handler: `()`, `(String,)` or `(String, String)`, in template
+/// order.
+pub(crate) trait FromCaptures: Sized {
+    /// How many the handler takes; the tests hold it equal to the template's.
+    const COUNT: usize;
+
+    /// Takes them from the resolved request's captures.
+    fn from_captures(captures: Captures) -> Self;
+}
+
+impl FromCaptures for () {
+    const COUNT: usize = 0;
+
+    fn from_captures(_: Captures) -> Self {}
+}
+
+impl FromCaptures for (String,) {
+    const COUNT: usize = 1;
+
+    fn from_captures([first, _]: Captures) -> Self {
+        (first,)
+    }
+}
+
+impl FromCaptures for (String, String) {
+    const COUNT: usize = 2;
+
+    fn from_captures([first, second]: Captures) -> Self {
+        (first, second)
+    }
+}
+
 /// An input of an operation, read from the request.
-pub(crate) trait Extract: Sized + Send {
-    /// Reads the input; the body, for the one extractor that consumes it.
-    fn extract(
+pub(crate) trait FromRequest: Sized + Send {
+    /// Reads the input; the body, for the one input that consumes it.
+    fn from_request(
         cx: &Cx,
         body: &mut Option<RequestBody>,
     ) -> impl Future<Output = Result<Self, ApiError>> + Send;
@@ -73,46 +110,50 @@ pub(crate) trait Reply {
     fn describe(spec: &mut OpSpec, schemas: &mut Schemas);
 }
 
-/// Runs `handler`: extracts its inputs in their declared order (credentials before the query
+/// Runs `handler`: takes its inputs in their declared order (credentials before the query
 /// before the body), calls it, and answers.
 pub(crate) async fn run<P, I, O, F, Fut>(
-    api: &Api,
+    api: Api,
     parts: Parts,
+    captures: Captures,
     body: RequestBody,
-    path: P,
     handler: F,
 ) -> Result<Response<ResponseBody>, ApiError>
 where
-    I: Extract,
+    P: FromCaptures,
+    I: FromRequest,
     O: Reply,
     F: FnOnce(Cx, P, I) -> Fut,
     Fut: Future<Output = Result<O, ApiError>>,
 {
-    let cx = Cx {
-        api: api.clone(),
-        parts,
-    };
+    let cx = Cx { api, parts };
     let mut body = Some(body);
-    let input = I::extract(&cx, &mut body).await?;
-    Ok(handler(cx, path, input).await?.into_response())
+    let input = I::from_request(&cx, &mut body).await?;
+    Ok(handler(cx, P::from_captures(captures), input)
+        .await?
+        .into_response())
 }
 
 /// The description of `handler` from its input and answer types.
 pub(crate) fn spec<P, I, O, F, Fut>(_handler: F, schemas: &mut Schemas) -> OpSpec
 where
-    I: Extract,
+    P: FromCaptures,
+    I: FromRequest,
     O: Reply,
     F: FnOnce(Cx, P, I) -> Fut,
     Fut: Future<Output = Result<O, ApiError>>,
 {
-    let mut spec = OpSpec::default();
+    let mut spec = OpSpec {
+        path_params: P::COUNT,
+        ..OpSpec::default()
+    };
     I::describe(&mut spec, schemas);
     O::describe(&mut spec, schemas);
     spec
 }
 
-impl Extract for () {
-    async fn extract(_: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for () {
+    async fn from_request(_: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         Ok(())
     }
 
@@ -121,9 +162,9 @@ impl Extract for () {
 
 macro_rules! extract_tuple {
     ($($t:ident),+) => {
-        impl<$($t: Extract),+> Extract for ($($t,)+) {
-            async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
-                Ok(($($t::extract(cx, body).await?,)+))
+        impl<$($t: FromRequest),+> FromRequest for ($($t,)+) {
+            async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+                Ok(($($t::from_request(cx, body).await?,)+))
             }
 
             fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
@@ -138,24 +179,25 @@ extract_tuple!(A, B);
 extract_tuple!(A, B, C);
 extract_tuple!(A, B, C, D);
 
-/// The caller, authenticated in the organization of `X-Organization-Id`.
-impl Extract for Actor {
-    async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
-        // Authenticated once already, before the rate limit and idempotency checks.
-        if let Some(crate::protect::Authenticated(actor)) = cx.parts.extensions.get() {
-            // Authenticated before `conditional::dispatch` read the preconditions.
-            let mut actor = actor.clone();
-            actor.request.preconditions = crate::protect::preconditions_of(&cx.parts);
-            return Ok(actor);
+/// The caller, authenticated in the organization of `X-Organization-Id` by
+/// [`crate::protect`] before the operation runs, as its declaration asks ([`Auth::Organization`]).
+impl FromRequest for Actor {
+    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+        match cx.parts.extensions.get() {
+            Some(Authenticated(actor)) => Ok(actor.clone()),
+            None => {
+                // An operation that takes an `Actor` but is not declared `Auth::Organization`:
+                // the tests make sure none is, and it must never run unauthenticated.
+                tracing::error!("an operation takes a caller it was not declared to authenticate");
+                Err(ApiError::from(voiceplane_core::Error::Internal(
+                    "operation declared without credentials".into(),
+                )))
+            }
         }
-        let creds = extract::credentials(&cx.parts.headers)?;
-        let mut actor = cx.service().authenticate(&creds).await?;
-        actor.request = crate::protect::request_context(&cx.api, &cx.parts);
-        Ok(actor)
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
-        spec.auth = Auth::Organization;
+        spec.credentials = Some(Auth::Organization);
     }
 }
 
@@ -166,24 +208,24 @@ pub(crate) struct Invitee(
     pub(crate) voiceplane_core::auth::RequestContext,
 );
 
-impl Extract for Invitee {
-    async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for Invitee {
+    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         Ok(Self(
-            extract::credentials(&cx.parts.headers)?.bearer,
-            crate::protect::request_context(&cx.api, &cx.parts),
+            credentials::read(&cx.parts.headers)?.bearer,
+            caller::request_context(&cx.api, &cx.parts),
         ))
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
-        spec.auth = Auth::BearerOnly;
+        spec.credentials = Some(Auth::Invitee);
     }
 }
 
 /// The query string, decoded into `T` by the one query reader.
 pub(crate) struct Query<T>(pub(crate) T);
 
-impl<T: DeserializeOwned + JsonSchema + Send> Extract for Query<T> {
-    async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl<T: DeserializeOwned + JsonSchema + Send> FromRequest for Query<T> {
+    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         query::read(cx.parts.uri.query()).map(Self)
     }
 
@@ -195,8 +237,8 @@ impl<T: DeserializeOwned + JsonSchema + Send> Extract for Query<T> {
 /// A JSON body decoded into `T`.
 pub(crate) struct Json<T>(pub(crate) T);
 
-impl<T: DeserializeOwned + JsonSchema + Send> Extract for Json<T> {
-    async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl<T: DeserializeOwned + JsonSchema + Send> FromRequest for Json<T> {
+    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let body = body.take().unwrap_or_default();
         read_json(
             &cx.parts.headers,
@@ -214,10 +256,10 @@ impl<T: DeserializeOwned + JsonSchema + Send> Extract for Json<T> {
 }
 
 /// No body is read, but the request must declare JSON, as the operation's contract says.
-pub(crate) struct JsonContentType;
+pub(crate) struct EmptyJson;
 
-impl Extract for JsonContentType {
-    async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for EmptyJson {
+    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         require_json(&cx.parts.headers, JSON_REQUIRED).map(|()| Self)
     }
 

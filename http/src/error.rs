@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use voiceplane_core::Error;
 
-use crate::ResponseBody;
+use crate::response::ResponseBody;
 
 /// The HTTP status of a domain error. This is the only place where a status is derived from
 /// a [`voiceplane_core::Error`].

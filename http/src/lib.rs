@@ -67,20 +67,22 @@
 //! The library logs through `tracing` (one span per request, see [`Api::handle`]) and never
 //! installs a subscriber.
 
+mod api;
+mod audio;
 mod body;
+mod caller;
 mod conditional;
+mod credentials;
 mod endpoint;
 mod error;
-mod extract;
 pub mod metrics;
 mod multipart;
 pub mod openapi;
-mod ops;
+pub mod operation;
+pub mod ops;
 mod protect;
 mod query;
-mod recordings;
 mod response;
-pub mod router;
 mod serve;
 mod stream;
 
@@ -95,6 +97,10 @@ use http::{HeaderValue, Request, Response, header};
 use tracing::Instrument;
 use voiceplane_core::Service;
 
+pub use api::{
+    Api, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UPLOAD_BYTES, HttpConfig, MAX_REQUEST_ID_LEN,
+    REQUEST_ID_HEADER,
+};
 pub use error::status_for;
 pub use protect::idempotency::{
     IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
@@ -104,65 +110,17 @@ pub use protect::ratelimit::{
     DEFAULT_AUTH_FAILURES_PER_MINUTE, DEFAULT_BURST, DEFAULT_PER_SECOND, IpNetwork,
     RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET, RateLimits,
 };
+pub use response::{BoxError, ResponseBody};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve, serve_service};
 
+use crate::api::RequestId;
 use crate::error::ApiError;
-use crate::router::RouteError;
+use crate::ops::RouteError;
 
-/// The error type of response bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The body of every response: boxed, so that complete JSON bodies and streamed ones share
-/// one type. `Send` but not `Sync`, as streams from object storage are.
-pub type ResponseBody = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError>;
-
-/// Default of [`HttpConfig::max_body_bytes`]: 1 MiB.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-
-/// The header every response carries with the request's id: the caller's own `X-Request-Id`
-/// when it sent one acceptable value (see [`MAX_REQUEST_ID_LEN`]), else a generated one.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-/// The request's id as [`Api::handle`] chose it, in the request's extensions, so that the
-/// audit log can record it.
-#[derive(Debug, Clone)]
-pub(crate) struct RequestId(pub(crate) HeaderValue);
-
-/// Longest `X-Request-Id` echoed, in bytes. A caller's id is used only when it is one header
-/// of 1 to this many visible ASCII characters (`!` to `~`); anything else is replaced by a
-/// generated id of 16 lowercase hex digits.
-pub const MAX_REQUEST_ID_LEN: usize = 128;
-
-/// Settings of the adapter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpConfig {
-    /// Largest JSON request body accepted, in bytes; larger ones get 413. Default 1 MiB.
-    pub max_body_bytes: usize,
-    /// Largest streamed upload (recordings, knowledge-base files), in bytes; larger ones get
-    /// 413 and nothing is stored. Default 2 GiB.
-    pub max_upload_bytes: u64,
-}
-
-/// Default of [`HttpConfig::max_upload_bytes`]: 2 GiB.
-pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 2 * 1024 * 1024 * 1024;
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        Self {
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
-        }
-    }
-}
-
-/// The voiceplane HTTP API: cheap to clone, usable as a function ([`Api::handle`]), as a
-/// [`tower_service::Service`], or served on a listener with [`serve()`].
-#[derive(Debug, Clone)]
-pub struct Api {
-    service: Arc<Service>,
-    config: HttpConfig,
-    /// Rate limits, when [`Api::with_rate_limits`] set them.
-    limits: Option<Arc<protect::ratelimit::Limiters>>,
+/// The OpenAPI 3.1 document of the API, built on first use (`GET /api/openapi.json` serves
+/// it; `voiceplane openapi` prints it).
+pub fn openapi_document() -> &'static serde_json::Value {
+    openapi::document(ops::AREAS)
 }
 
 impl Api {
@@ -172,35 +130,8 @@ impl Api {
             service,
             config: HttpConfig::default(),
             limits: None,
+            openapi: openapi_document,
         }
-    }
-
-    /// The same API with rate limits (none by default): per credential, and on failed
-    /// authentications per client IP. The limits live in this process, shared by the API's
-    /// clones; see [`RateLimits`].
-    ///
-    /// The client IP is the connection's peer, which [`serve()`] puts in each request's
-    /// extensions as a [`std::net::SocketAddr`]; a server that mounts the API should do the
-    /// same, or failed authentications go unlimited.
-    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
-        self.limits = Some(Arc::new(protect::ratelimit::Limiters::new(limits)));
-        self
-    }
-
-    /// The same API with `config`.
-    pub fn with_config(mut self, config: HttpConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// The service the API calls.
-    pub fn service(&self) -> &Arc<Service> {
-        &self.service
-    }
-
-    /// The adapter's settings.
-    pub fn config(&self) -> &HttpConfig {
-        &self.config
     }
 
     /// Answers one request. Never fails: every error becomes a `{"detail": …}` response.
@@ -293,12 +224,12 @@ impl Api {
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        match router::resolve(req.method(), req.uri().path()) {
-            Ok(route) => {
-                *operation = route.operation_id();
-                tracing::Span::current().record("operation", *operation);
+        match ops::resolve(req.method(), req.uri().path()) {
+            Ok((op, captures)) => {
+                *operation = op.id;
+                tracing::Span::current().record("operation", op.id);
                 let (parts, body) = req.into_parts();
-                protect::run(self, route, parts, endpoint::boxed(body)).await
+                protect::run(self, op, captures, parts, body::boxed(body)).await
             }
             Err(RouteError::NotFound) => Err(ApiError::no_route(req.method(), req.uri().path())),
             Err(RouteError::MethodNotAllowed { allow }) => Err(ApiError::method_not_allowed(

@@ -12,11 +12,12 @@ use voiceplane_core::Error;
 use voiceplane_core::model::NewTextDocument;
 use voiceplane_core::service::{LaterName, NewDocument};
 
-use crate::BoxError;
+use crate::body::RequestBody;
 use crate::body::{check_declared_length, media_type, read_json};
-use crate::endpoint::{Cx, Extract, RequestBody};
+use crate::endpoint::{Cx, FromRequest};
 use crate::error::ApiError;
-use crate::openapi::{Input, OpSpec, Schemas};
+use crate::openapi::spec::{Input, OpSpec, Schemas};
+use crate::response::BoxError;
 use crate::stream::byte_stream;
 
 /// The 415 detail of `POST /api/knowledge-base` for anything but JSON or multipart.
@@ -31,8 +32,8 @@ pub(crate) enum NewDocumentBody {
     Multipart(multer::Multipart<'static>),
 }
 
-impl Extract for NewDocumentBody {
-    async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for NewDocumentBody {
+    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let headers = &cx.parts.headers;
         let body = body.take().unwrap_or_default();
         let media = media_type(headers).filter(|m| m.essence == "multipart/form-data");

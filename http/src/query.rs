@@ -18,7 +18,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAc
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::openapi::Schemas;
+use crate::openapi::spec::Schemas;
 
 /// Decodes `query` into `T` (see the module's rules).
 pub(crate) fn read<T: DeserializeOwned + JsonSchema>(query: Option<&str>) -> Result<T, ApiError> {

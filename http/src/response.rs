@@ -14,7 +14,12 @@ use serde::Serialize;
 use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
-use crate::ResponseBody;
+/// The error type of response bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response: boxed, so that complete JSON bodies and streamed ones share
+/// one type. `Send` but not `Sync`, as streams from object storage are.
+pub type ResponseBody = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, BoxError>;
 
 /// A complete response body holding `bytes`.
 pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {

@@ -12,9 +12,9 @@ use http_body_util::BodyExt;
 use voiceplane_core::Error;
 use voiceplane_core::blob::ByteStream;
 
-use crate::endpoint::RequestBody;
+use crate::body::RequestBody;
 use crate::error::payload_too_large;
-use crate::{BoxError, ResponseBody};
+use crate::response::{BoxError, ResponseBody};
 
 /// A request body as a stream of data chunks that fails with 413 once more than `limit`
 /// bytes have arrived, and with 400 if the client breaks off.

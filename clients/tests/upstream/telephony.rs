@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use serde_json::json;
 use voiceplane_clients::{HttpTelephonyValidator, TelephonySettings};
+use voiceplane_core::telephony::gateway::{GatewayError, NumberWebhooks, TelephonyGateway};
 use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
-use wiremock::matchers::{any, basic_auth, bearer_token, method, path};
+use wiremock::matchers::{any, basic_auth, bearer_token, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::{UPSTREAM_BODY, http, only_request, refused_url};
@@ -35,6 +37,8 @@ fn twilio() -> TelephonyCredentials {
 fn telnyx() -> TelephonyCredentials {
     TelephonyCredentials::Telnyx {
         api_key: TELNYX_KEY.into(),
+        public_key: None,
+        connection_id: None,
     }
 }
 
@@ -189,5 +193,159 @@ async fn bad_base_urls_are_refused_at_build_time() {
     assert_eq!(
         err.to_string(),
         "telephony.twilio.base_url: is not an absolute URL"
+    );
+}
+
+fn webhooks() -> NumberWebhooks {
+    NumberWebhooks {
+        twilio_voice_url: "https://vp.example/telephony/twilio/intg_1/voice".into(),
+        twilio_status_url: "https://vp.example/telephony/twilio/intg_1/status".into(),
+        telnyx_events_url: "https://vp.example/telephony/telnyx/intg_1/events".into(),
+    }
+}
+
+/// Twilio's search matches loosely; only the number asked for is taken, and it is pointed at
+/// voiceplane's voice and status webhooks.
+#[tokio::test]
+async fn twilio_numbers_are_found_exactly_and_connected() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{SID}/IncomingPhoneNumbers.json"
+        )))
+        .and(basic_auth(SID, TOKEN))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "incoming_phone_numbers": [
+                {"sid": "PN_other", "phone_number": "+141555501234"},
+                {"sid": "PN_exact", "phone_number": "+14155550123"},
+            ]
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{SID}/IncomingPhoneNumbers/PN_exact.json"
+        )))
+        .and(basic_auth(SID, TOKEN))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"sid": "PN_exact"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let v = validator(&server.uri(), &refused_url());
+    let id = v.find_number(&twilio(), "+14155550123").await.unwrap();
+    assert_eq!(id, "PN_exact");
+    v.connect_number(&twilio(), &id, &webhooks()).await.unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests[0].url.query(), Some("PhoneNumber=%2B14155550123"));
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&requests[1].body)
+        .into_owned()
+        .collect();
+    let value = |name: &str| {
+        form.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        value("VoiceUrl"),
+        Some("https://vp.example/telephony/twilio/intg_1/voice")
+    );
+    assert_eq!(value("VoiceMethod"), Some("POST"));
+    assert_eq!(
+        value("StatusCallback"),
+        Some("https://vp.example/telephony/twilio/intg_1/status")
+    );
+    assert_eq!(value("StatusCallbackMethod"), Some("POST"));
+
+    // The search answers loosely matching numbers only: the account does not have this one.
+    let err = v.find_number(&twilio(), "+1415555012").await.unwrap_err();
+    assert!(matches!(err, GatewayError::NotFound(_)), "{err:?}");
+}
+
+/// Telnyx is searched by digits; connecting sets the number's connection and that Call
+/// Control application's event URL.
+#[tokio::test]
+async fn telnyx_numbers_are_found_by_digits_and_connected() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v2/phone_numbers"))
+        .and(query_param("filter[phone_number]", "14155550123"))
+        .and(bearer_token(TELNYX_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [{"id": "1293384261075731499", "phone_number": "+14155550123"}]
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(bearer_token(TELNYX_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": {}})))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let v = validator(&refused_url(), &server.uri());
+    let credentials = TelephonyCredentials::Telnyx {
+        api_key: TELNYX_KEY.into(),
+        public_key: None,
+        connection_id: Some("1494404757140276705".into()),
+    };
+    let id = v.find_number(&credentials, "+14155550123").await.unwrap();
+    assert_eq!(id, "1293384261075731499");
+    v.connect_number(&credentials, &id, &webhooks())
+        .await
+        .unwrap();
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(
+        requests[1].url.path(),
+        "/v2/phone_numbers/1293384261075731499"
+    );
+    assert_eq!(
+        requests[1].body_json::<serde_json::Value>().unwrap(),
+        json!({"connection_id": "1494404757140276705"})
+    );
+    assert_eq!(
+        requests[2].url.path(),
+        "/v2/call_control_applications/1494404757140276705"
+    );
+    assert_eq!(
+        requests[2].body_json::<serde_json::Value>().unwrap(),
+        json!({"webhook_event_url": "https://vp.example/telephony/telnyx/intg_1/events"})
+    );
+}
+
+/// A refusal carries the provider's code and message, an outage says only that, and neither
+/// carries a credential.
+#[tokio::test]
+async fn provider_refusals_and_outages_are_told_apart() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({
+            "code": 20003, "message": "Authenticate", "more_info": UPSTREAM_BODY
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string(UPSTREAM_BODY))
+        .mount(&server)
+        .await;
+    let v = validator(&server.uri(), &refused_url());
+    let err = v.find_number(&twilio(), "+14155550123").await.unwrap_err();
+    assert_eq!(
+        err,
+        GatewayError::Rejected {
+            code: "20003".into(),
+            message: "twilio: Authenticate".into()
+        }
+    );
+    let err = v
+        .connect_number(&twilio(), "PN_1", &webhooks())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        GatewayError::Unavailable("twilio answered with HTTP 503".into())
+    );
+    let err = v.find_number(&telnyx(), "+14155550123").await.unwrap_err();
+    assert_eq!(
+        err,
+        GatewayError::Unavailable("telnyx could not be reached".into())
     );
 }

@@ -2,10 +2,11 @@
 //!
 //! The document is generated, not written:
 //!
-//! - **Paths** come from the route table ([`crate::router`]), the one the resolver itself
-//!   uses: each line gives the method, the template, the operationId (the handler's name,
-//!   which is the `Service` method it calls), the summary, the tag and the error statuses the
-//!   rest does not imply.
+//! - **Paths** come from the operations' declarations ([`crate::operation`]), the ones the
+//!   resolver itself uses: each gives the method, the template, the operationId (the
+//!   handler's name, which is the `Service` method it calls), the authentication, the
+//!   conditional behaviour, the summary, the description and the error statuses the rest does
+//!   not imply; its area gives the tag.
 //! - **What an operation takes and answers** comes from its handler's types
 //!   (`src/endpoint.rs`): the credentials it extracts, the struct its query string is read
 //!   into (whose fields become the query parameters), its body type and its answer type
@@ -30,11 +31,10 @@
 //! checks it against the route table and validates real responses of a scenario against the
 //! schemas it declares.
 
-mod descriptions;
 mod examples;
 mod generators;
 mod paths;
-mod spec;
+pub(crate) mod spec;
 mod webhooks;
 
 use std::sync::OnceLock;
@@ -44,21 +44,21 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use voiceplane_core::ids::IdKind;
 
-pub(crate) use spec::{Auth, Input, OpSpec, Output, Schemas};
-
-use crate::ResponseBody;
+use self::spec::{OpSpec, Output, Schemas};
 use crate::endpoint::Reply;
 use crate::error::ErrorBody;
-use crate::router::OPERATIONS;
+use crate::operation::{Area, Auth};
+use crate::response::ResponseBody;
 
 /// The OpenAPI version the document declares.
 pub const OPENAPI_VERSION: &str = "3.1.0";
 
-/// The OpenAPI 3.1 document of every route, built on first use.
-pub fn document() -> &'static Value {
+/// The OpenAPI 3.1 document of the operations of `areas` (the API's: [`crate::ops::AREAS`]),
+/// built on first use. Also [`crate::openapi_document`].
+pub fn document(areas: &'static [Area]) -> &'static Value {
     static DOCUMENT: OnceLock<Value> = OnceLock::new();
     DOCUMENT.get_or_init(|| {
-        let built = build();
+        let built = build(areas);
         for problem in &built.problems {
             tracing::error!(%problem, "the OpenAPI document is incomplete");
         }
@@ -66,11 +66,10 @@ pub fn document() -> &'static Value {
     })
 }
 
-/// The answer of `GET /api/openapi.json`: the document as JSON bytes, serialized once.
-pub(crate) fn response() -> Response<ResponseBody> {
+/// The answer of `GET /api/openapi.json`: `document` as JSON bytes, serialized once.
+fn response(document: &'static Value) -> Response<ResponseBody> {
     static BYTES: OnceLock<Bytes> = OnceLock::new();
-    let bytes =
-        BYTES.get_or_init(|| Bytes::from(serde_json::to_vec(document()).unwrap_or_default()));
+    let bytes = BYTES.get_or_init(|| Bytes::from(serde_json::to_vec(document).unwrap_or_default()));
     let mut response = Response::new(crate::response::full(bytes.clone()));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -79,12 +78,12 @@ pub(crate) fn response() -> Response<ResponseBody> {
     response
 }
 
-/// The document as an operation's answer.
-pub(crate) struct OpenApiDocument;
+/// The API's document, as an operation's answer.
+pub(crate) struct OpenApiDocument(pub(crate) &'static Value);
 
 impl Reply for OpenApiDocument {
     fn into_response(self) -> Response<ResponseBody> {
-        response()
+        response(self.0)
     }
 
     fn describe(spec: &mut OpSpec, _: &mut Schemas) {
@@ -114,18 +113,37 @@ struct Built {
     problems: Vec<String>,
 }
 
-/// Builds the document from the route table: each operation described by its handler's types.
-fn build() -> Built {
+/// Builds the document from the operations' declarations, each described by its handler's
+/// types.
+fn build(areas: &[Area]) -> Built {
     let mut problems = Vec::new();
     let mut schemas = Schemas::new();
     let mut paths = Map::new();
-    for operation in OPERATIONS {
-        let spec = (operation.describe)(&mut schemas);
-        let item = paths
-            .entry(operation.template.to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        item[operation.method.to_ascii_lowercase()] =
-            paths::operation(operation, &spec, operation.template);
+    let mut tags = Vec::new();
+    for area in areas {
+        tags.push(json!({"name": area.tag, "description": area.about}));
+        for operation in area.operations {
+            let spec = operation.describe(&mut schemas);
+            let declared = operation.template.matches('{').count();
+            if spec.path_params != declared {
+                problems.push(format!(
+                    "{operation:?}: the handler takes {} path parameters, the template has \
+                     {declared}",
+                    spec.path_params
+                ));
+            }
+            if spec.credentials.unwrap_or(Auth::None) != operation.auth {
+                problems.push(format!(
+                    "{operation:?}: the handler takes {:?}, the declaration says {:?}",
+                    spec.credentials, operation.auth
+                ));
+            }
+            let item = paths
+                .entry(operation.template.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            item[operation.method.to_ascii_lowercase()] =
+                paths::operation(operation, area.tag, &spec);
+        }
     }
     let error = schemas.out::<ErrorBody>();
     let webhooks = webhooks::webhooks(&mut schemas);
@@ -160,22 +178,7 @@ fn build() -> Built {
                 `X-Request-Id`.",
             "license": {"name": env!("CARGO_PKG_LICENSE"), "identifier": env!("CARGO_PKG_LICENSE")},
         },
-        "tags": [
-            {"name": "api-keys", "description": "API keys of the organization."},
-            {"name": "calls", "description": "Calls handled by the organization's agents."},
-            {"name": "recordings", "description": "Call recordings."},
-            {"name": "tools", "description": "Custom HTTP tools agents can call."},
-            {"name": "agents", "description": "AI voice agents."},
-            {"name": "phone-numbers", "description": "Phone numbers and their agents."},
-            {"name": "integrations", "description": "Stored telephony provider credentials."},
-            {"name": "knowledge-base", "description": "Knowledge-base documents."},
-            {"name": "voices", "description": "Voice search and provider_two's shared library."},
-            {"name": "members", "description": "Members and invitations."},
-            {"name": "events", "description": "The record of every change, kept for `events.retention_days`."},
-            {"name": "webhooks", "description": "Endpoints that events are delivered to, and (in `webhooks`) what they receive."},
-            {"name": "health", "description": "Liveness and readiness."},
-            {"name": "meta", "description": "This document."},
-        ],
+        "tags": tags,
         "servers": [{
             "url": "/",
             "description": "The server that serves this document; the API is under `/api`.",
@@ -302,15 +305,23 @@ fn build() -> Built {
 mod tests {
     use super::*;
 
+    fn document() -> &'static Value {
+        super::document(crate::ops::AREAS)
+    }
+
+    fn response() -> Response<ResponseBody> {
+        super::response(document())
+    }
+
     #[test]
     fn builds_without_problems() {
-        let built = build();
+        let built = build(crate::ops::AREAS);
         assert!(built.problems.is_empty(), "{:#?}", built.problems);
         let doc = &built.document;
         assert_eq!(doc["openapi"], OPENAPI_VERSION);
-        for &(method, template) in crate::router::ROUTES {
-            let op = &doc["paths"][template][method.to_ascii_lowercase()];
-            assert!(op["operationId"].is_string(), "{method} {template}");
+        for op in crate::ops::operations() {
+            let item = &doc["paths"][op.template][op.method.to_ascii_lowercase()];
+            assert_eq!(item["operationId"], op.id, "{op:?}");
         }
     }
 
@@ -328,7 +339,7 @@ mod tests {
                 ids.push(id);
             }
         }
-        assert_eq!(ids.len(), crate::router::ROUTES.len());
+        assert_eq!(ids.len(), crate::ops::operations().count());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 use voiceplane_core::ids::IdKind;
 
-use super::spec::{Auth, Input, OpSpec, Output};
-use crate::router::Operation;
+use super::spec::{Input, OpSpec, Output};
+use crate::operation::{Auth, Conditional, Operation};
 
 /// `{"$ref": "#/components/parameters/<name>"}`.
 pub(super) fn param_ref(name: &str) -> Value {
@@ -120,19 +120,19 @@ fn path_param(name: &str) -> Value {
 /// Public operations declare all of theirs.
 fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u16> {
     let mut statuses: Vec<u16> = meta.errors.to_vec();
-    if crate::conditional::is_conditional(meta) {
+    if meta.conditional != Conditional::None {
         statuses.push(412);
     }
     if meta.method == "POST" {
         // `Idempotency-Key`: still running, or used with another request.
         statuses.extend([409, 422]);
     }
-    if op.auth != Auth::Public {
+    if meta.auth != Auth::None {
         statuses.extend([401, 403, 503]);
-        if op.auth == Auth::Organization {
+        if meta.auth == Auth::Organization {
             statuses.push(429);
         }
-        if op.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
+        if meta.auth == Auth::Organization || has_path_params || !op.parameters.is_empty() {
             statuses.push(400);
         }
         if has_path_params {
@@ -198,14 +198,18 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
             if *status == http::StatusCode::CREATED {
                 headers.push(("Location", "Location"));
             }
-            if crate::conditional::is_tagged(meta) {
+            let tagged = matches!(
+                meta.conditional,
+                Conditional::TaggedView | Conditional::TaggedWrite
+            );
+            if tagged {
                 headers.push(("ETag", "ETag"));
             }
             out.insert(
                 status.as_u16().to_string(),
                 response_object(description, json_content(schema.clone()), &headers),
             );
-            if crate::conditional::is_tagged(meta) && meta.method == "GET" {
+            if meta.conditional == Conditional::TaggedView {
                 out.insert(
                     "304".to_owned(),
                     json!({
@@ -318,17 +322,17 @@ fn request_body(input: &Input) -> Option<Value> {
     Some(body)
 }
 
-/// The operation object of the operation `meta`, described by `op`, at `template`.
-pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value {
-    let mut params: Vec<Value> = template_params(template).map(path_param).collect();
+/// The operation object of the operation `meta` of the area tagged `tag`, described by `op`.
+pub(super) fn operation(meta: &Operation, tag: &str, op: &OpSpec) -> Value {
+    let mut params: Vec<Value> = template_params(meta.template).map(path_param).collect();
     let has_path_params = !params.is_empty();
-    if op.auth == Auth::Organization {
+    if meta.auth == Auth::Organization {
         params.push(param_ref("OrganizationId"));
     }
     params.extend(op.parameters.iter().cloned());
-    if crate::conditional::is_conditional(meta) {
+    if meta.conditional != Conditional::None {
         params.push(param_ref("IfMatch"));
-        if meta.method == "GET" {
+        if meta.conditional == Conditional::TaggedView {
             params.push(param_ref("IfNoneMatch"));
         }
     }
@@ -344,17 +348,14 @@ pub(super) fn operation(meta: &Operation, op: &OpSpec, template: &str) -> Value 
     let mut object = Map::new();
     object.insert("operationId".to_owned(), json!(meta.id));
     object.insert("summary".to_owned(), json!(meta.summary));
-    object.insert(
-        "description".to_owned(),
-        json!(super::descriptions::of(meta.id)),
-    );
-    object.insert("tags".to_owned(), json!([meta.tag()]));
-    match op.auth {
+    object.insert("description".to_owned(), json!(meta.description));
+    object.insert("tags".to_owned(), json!([tag]));
+    match meta.auth {
         Auth::Organization => {}
-        Auth::Public => {
+        Auth::None => {
             object.insert("security".to_owned(), json!([]));
         }
-        Auth::BearerOnly => {
+        Auth::Invitee => {
             object.insert("security".to_owned(), json!([{"Bearer": []}]));
         }
     }

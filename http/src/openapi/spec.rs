@@ -1,5 +1,5 @@
 //! What the document says of one operation, as collected from its handler's types
-//! ([`crate::endpoint::Extract`] and [`crate::endpoint::Reply`]), and the schema generators
+//! ([`crate::endpoint::FromRequest`] and [`crate::endpoint::Reply`]), and the schema generators
 //! that turn Rust types into JSON Schemas.
 
 use http::StatusCode;
@@ -7,17 +7,7 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-/// How an operation authenticates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Auth {
-    /// No credentials.
-    #[default]
-    Public,
-    /// `X-API-Key` or a bearer JWT, plus `X-Organization-Id`.
-    Organization,
-    /// A bearer JWT only, without `X-Organization-Id` (accepting an invitation).
-    BearerOnly,
-}
+use crate::credentials::Auth;
 
 /// What an operation reads from the request body.
 #[derive(Debug, Default)]
@@ -66,7 +56,10 @@ impl Default for Output {
 /// One operation as its handler's types describe it.
 #[derive(Debug, Default)]
 pub(crate) struct OpSpec {
-    pub(crate) auth: Auth,
+    /// The credentials its handler takes: the tests hold them equal to its declaration.
+    pub(crate) credentials: Option<Auth>,
+    /// How many path parameters its handler takes: the tests hold it equal to its template's.
+    pub(crate) path_params: usize,
     /// Query and header parameters, besides the path's and `X-Organization-Id`.
     pub(crate) parameters: Vec<Value>,
     pub(crate) input: Input,

@@ -4,8 +4,15 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::endpoint::{Bare, Cx};
+use crate::endpoint::{Bare, Cx, handler};
 use crate::error::ApiError;
+use crate::operation::{Area, Operation};
+
+pub(crate) const AREA: Area = Area {
+    tag: "health",
+    about: "Liveness and readiness.",
+    operations: &[HEALTH_LIVE, HEALTH_READY],
+};
 
 /// `{"status": …}`: what a health check found.
 #[derive(Serialize, JsonSchema)]
@@ -30,13 +37,30 @@ pub(crate) enum Ready {
     Ready,
 }
 
+const HEALTH_LIVE: Operation = Operation::get("/healthz", handler!(health_live))
+    .public()
+    .doc(
+        "The process is up",
+        "Answers `{\"status\": \"ok\"}` while the process runs; it touches neither the \
+     database nor the object store. No credentials.",
+    );
+
 /// The process is up; nothing else is checked, so a load balancer can tell a hung process
 /// from a slow database.
-pub(crate) async fn health_live(_: Cx, (): (), (): ()) -> Result<Bare<Health<Live>>, ApiError> {
+async fn health_live(_: Cx, (): (), (): ()) -> Result<Bare<Health<Live>>, ApiError> {
     Ok(Bare(Health { status: Live::Ok }))
 }
 
-pub(crate) async fn health_ready(cx: Cx, (): (), (): ()) -> Result<Bare<Health<Ready>>, ApiError> {
+const HEALTH_READY: Operation = Operation::get("/readyz", handler!(health_ready))
+    .public()
+    .errors(&[503])
+    .doc(
+        "The database and the object store answer",
+        "Answers `{\"status\": \"ready\"}` when the database and the object store both answer, \
+     else 503 naming the one that does not. No credentials; meant for load balancers.",
+    );
+
+async fn health_ready(cx: Cx, (): (), (): ()) -> Result<Bare<Health<Ready>>, ApiError> {
     cx.service().health_ready().await?;
     Ok(Bare(Health {
         status: Ready::Ready,

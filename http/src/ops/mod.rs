@@ -1,24 +1,130 @@
-//! The handlers, one module per area and one `async fn` per operation, named after the
-//! `Service` method it calls (`agent_view`, `tool_list`, …). A handler's parameters say what it
-//! reads (the path captures, then a tuple of [`Extract`](crate::endpoint::Extract) inputs in the
-//! order they are checked) and its return type what it answers; the route table in
-//! [`crate::router`] binds each one to its method and path, and the OpenAPI document is
-//! described from those same types.
+//! The operations, one module per area and, in each, one declared [`Operation`] beside the
+//! `async fn` that handles it. A handler is named after the `Service` method it calls
+//! (`agent_view`, `tool_list`, …); its parameters say what it reads (the path captures, then a
+//! tuple of [`FromRequest`](crate::endpoint::FromRequest) inputs in the order they are
+//! checked) and its return type what it answers, and the OpenAPI document is described from
+//! those same types.
+//!
+//! This module is the first stage of a request: [`resolve`] finds the operation of a method
+//! and path among [`AREAS`].
+//!
+//! Paths are matched segment by segment and exactly: no trailing slash, no empty segments, no
+//! percent-decoding (identifiers never need it; an encoded id simply fails validation with a
+//! 400). A path that matches a template under another method gives
+//! [`RouteError::MethodNotAllowed`] with the allowed methods; a path that matches no template
+//! gives [`RouteError::NotFound`].
 
-pub(crate) mod agents;
-pub(crate) mod api_keys;
-pub(crate) mod audit;
-pub(crate) mod calls;
-pub(crate) mod events;
-pub(crate) mod health;
-pub(crate) mod integrations;
-pub(crate) mod knowledge_base;
-pub(crate) mod members;
-pub(crate) mod meta;
-pub(crate) mod organization;
-pub(crate) mod phone_numbers;
-pub(crate) mod recordings;
-pub(crate) mod tools;
-pub(crate) mod transcripts;
-pub(crate) mod voices;
-pub(crate) mod webhooks;
+mod agents;
+mod api_keys;
+mod audit;
+mod calls;
+mod documents;
+mod events;
+mod health;
+mod integrations;
+mod members;
+mod meta;
+mod organization;
+mod phone_numbers;
+mod tools;
+mod voices;
+mod webhooks;
+
+use http::Method;
+
+use crate::operation::{Area, Captures, Operation};
+
+/// Every area of the API, in the order the OpenAPI document and `http/README.md` list them.
+pub const AREAS: &[Area] = &[
+    health::AREA,
+    meta::AREA,
+    api_keys::AREA,
+    calls::AREA,
+    calls::transcripts::AREA,
+    calls::recordings::AREA,
+    tools::AREA,
+    agents::AREA,
+    phone_numbers::AREA,
+    integrations::AREA,
+    documents::AREA,
+    voices::AREA,
+    organization::AREA,
+    members::AREA,
+    events::AREA,
+    audit::AREA,
+    webhooks::AREA,
+];
+
+/// Every operation, area by area.
+pub fn operations() -> impl Iterator<Item = &'static Operation> {
+    AREAS.iter().flat_map(|area| area.operations)
+}
+
+/// Why a request matched no operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteError {
+    /// No template matches the path (HTTP 404).
+    NotFound,
+    /// Templates match the path, but none under the request's method (HTTP 405).
+    MethodNotAllowed {
+        /// The methods the path accepts, in table order; `HEAD` after `GET`.
+        allow: Vec<&'static str>,
+    },
+}
+
+/// The operation a request's method and path (without the query string) runs, with the path
+/// parameters it captured. `HEAD` resolves to the `GET` of the path.
+pub fn resolve(method: &Method, path: &str) -> Result<(&'static Operation, Captures), RouteError> {
+    let mut allow: Vec<&'static str> = Vec::new();
+    for op in operations() {
+        let Some(captures) = match_template(op.template, path) else {
+            continue;
+        };
+        if op.answers(method) {
+            return Ok((op, captures));
+        }
+        if !allow.contains(&op.method) {
+            allow.push(op.method);
+            if op.method == "GET" {
+                allow.push("HEAD");
+            }
+        }
+    }
+    if allow.is_empty() {
+        Err(RouteError::NotFound)
+    } else {
+        Err(RouteError::MethodNotAllowed { allow })
+    }
+}
+
+/// Matches `path` against `template`; on success returns the captured segments in order.
+/// A placeholder never matches an empty segment.
+fn match_template(template: &str, path: &str) -> Option<Captures> {
+    let mut captures = Captures::default();
+    let mut n = 0;
+    let mut t = template.split('/');
+    let mut p = path.split('/');
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return Some(captures),
+            (Some(ts), Some(ps)) => {
+                if ts.starts_with('{') && ts.ends_with('}') {
+                    if ps.is_empty() {
+                        return None;
+                    }
+                    // The tests hold every template to at most `Captures`' length.
+                    if let Some(slot) = captures.get_mut(n) {
+                        ps.clone_into(slot);
+                    }
+                    n += 1;
+                } else if ts != ps {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -4,10 +4,33 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberUpdate};
 use voiceplane_core::page::{Page, PageParams};
 
-use crate::endpoint::{Created, Cx, Data, Json, Query};
+use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
+use crate::operation::{Area, Operation};
 
-pub(crate) async fn phone_number_create(
+pub(crate) const AREA: Area = Area {
+    tag: "phone-numbers",
+    about: "Phone numbers and their agents.",
+    operations: &[
+        PHONE_NUMBER_CREATE,
+        PHONE_NUMBER_LIST,
+        PHONE_NUMBER_VIEW,
+        PHONE_NUMBER_UPDATE,
+        PHONE_NUMBER_DELETE,
+    ],
+};
+
+const PHONE_NUMBER_CREATE: Operation =
+    Operation::post("/api/phone-numbers", handler!(phone_number_create))
+        .errors(&[409])
+        .doc(
+            "Add a phone number",
+            "Adds an E.164 phone number, optionally tied to an integration and assigned to an \
+     agent. 409 when the organization already has it. Needs `phone_numbers:write` \
+     (agent_manager or admin).",
+        );
+
+async fn phone_number_create(
     cx: Cx,
     (): (),
     (actor, Json(input)): (Actor, Json<NewPhoneNumber>),
@@ -16,7 +39,13 @@ pub(crate) async fn phone_number_create(
     Ok(Created::member(&cx, number, |x| &x.phone_number_id))
 }
 
-pub(crate) async fn phone_number_list(
+const PHONE_NUMBER_LIST: Operation =
+    Operation::get("/api/phone-numbers", handler!(phone_number_list)).doc(
+        "List phone numbers",
+        "Lists phone numbers, newest first. Needs `phone_numbers:read` (every role).",
+    );
+
+async fn phone_number_list(
     cx: Cx,
     (): (),
     (actor, Query(params)): (Actor, Query<PageParams>),
@@ -24,7 +53,17 @@ pub(crate) async fn phone_number_list(
     Ok(cx.service().phone_number_list(&actor, &params).await?)
 }
 
-pub(crate) async fn phone_number_view(
+const PHONE_NUMBER_VIEW: Operation = Operation::get(
+    "/api/phone-numbers/{phone_number_id}",
+    handler!(phone_number_view),
+)
+.tagged_view()
+.doc(
+    "Get a phone number",
+    "One phone number. Needs `phone_numbers:read` (every role).",
+);
+
+async fn phone_number_view(
     cx: Cx,
     (phone_number_id,): (String,),
     (actor,): (Actor,),
@@ -36,7 +75,19 @@ pub(crate) async fn phone_number_view(
     ))
 }
 
-pub(crate) async fn phone_number_update(
+const PHONE_NUMBER_UPDATE: Operation = Operation::patch(
+    "/api/phone-numbers/{phone_number_id}",
+    handler!(phone_number_update),
+)
+.tagged_write()
+.errors(&[409])
+.doc(
+    "Update a phone number",
+    "Changes a number's agent, integration, provider or directions; `null` clears the \
+     agent or the integration. Needs `phone_numbers:write` (agent_manager or admin).",
+);
+
+async fn phone_number_update(
     cx: Cx,
     (phone_number_id,): (String,),
     (actor, Json(input)): (Actor, Json<PhoneNumberUpdate>),
@@ -48,7 +99,17 @@ pub(crate) async fn phone_number_update(
     ))
 }
 
-pub(crate) async fn phone_number_delete(
+const PHONE_NUMBER_DELETE: Operation = Operation::delete(
+    "/api/phone-numbers/{phone_number_id}",
+    handler!(phone_number_delete),
+)
+.conditional_write()
+.doc(
+    "Delete a phone number",
+    "Deletes a phone number. Needs `phone_numbers:write` (agent_manager or admin).",
+);
+
+async fn phone_number_delete(
     cx: Cx,
     (phone_number_id,): (String,),
     (actor,): (Actor,),

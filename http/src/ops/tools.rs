@@ -4,10 +4,26 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{NewTool, Outcome, Tool, ToolSummary, ToolUpdate};
 use voiceplane_core::page::PageParams;
 
-use crate::endpoint::{Counted, Created, Cx, Data, Json, Query};
+use crate::endpoint::{Counted, Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
+use crate::operation::{Area, Operation};
 
-pub(crate) async fn tool_create(
+pub(crate) const AREA: Area = Area {
+    tag: "tools",
+    about: "Custom HTTP tools agents can call.",
+    operations: &[TOOL_CREATE, TOOL_LIST, TOOL_VIEW, TOOL_UPDATE, TOOL_DELETE],
+};
+
+const TOOL_CREATE: Operation = Operation::post("/api/tools", handler!(tool_create))
+    .errors(&[409])
+    .doc(
+        "Create a tool",
+        "Creates a custom HTTP tool that agents can call: its URL, method, headers, JSON \
+     Schema of parameters and timeout. 409 when the organization already has a tool of \
+     that name. Needs `tools:write` (agent_manager or admin).",
+    );
+
+async fn tool_create(
     cx: Cx,
     (): (),
     (actor, Json(input)): (Actor, Json<NewTool>),
@@ -16,7 +32,13 @@ pub(crate) async fn tool_create(
     Ok(Created::member(&cx, tool, |x| &x.tool_id))
 }
 
-pub(crate) async fn tool_list(
+const TOOL_LIST: Operation = Operation::get("/api/tools", handler!(tool_list)).doc(
+    "List tools (summaries, with total_count)",
+    "Lists tool summaries, newest first, with the size of the whole list \
+     (`pagination.total_count`). Needs `tools:read` (every role).",
+);
+
+async fn tool_list(
     cx: Cx,
     (): (),
     (actor, Query(params)): (Actor, Query<PageParams>),
@@ -24,7 +46,15 @@ pub(crate) async fn tool_list(
     Ok(Counted(cx.service().tool_list(&actor, &params).await?))
 }
 
-pub(crate) async fn tool_view(
+const TOOL_VIEW: Operation = Operation::get("/api/tools/{tool_id}", handler!(tool_view))
+    .tagged_view()
+    .doc(
+        "Get a tool",
+        "One tool in full: URL, method, headers, parameters and timeout. Needs `tools:read` \
+     (every role).",
+    );
+
+async fn tool_view(
     cx: Cx,
     (tool_id,): (String,),
     (actor,): (Actor,),
@@ -32,7 +62,16 @@ pub(crate) async fn tool_view(
     Ok(Data(cx.service().tool_view(&actor, &tool_id).await?))
 }
 
-pub(crate) async fn tool_update(
+const TOOL_UPDATE: Operation = Operation::patch("/api/tools/{tool_id}", handler!(tool_update))
+    .tagged_write()
+    .errors(&[409])
+    .doc(
+        "Update a tool",
+        "Changes any field of a tool; 409 when renaming it to the name of another. Needs \
+     `tools:write` (agent_manager or admin).",
+    );
+
+async fn tool_update(
     cx: Cx,
     (tool_id,): (String,),
     (actor, Json(input)): (Actor, Json<ToolUpdate>),
@@ -42,7 +81,15 @@ pub(crate) async fn tool_update(
     ))
 }
 
-pub(crate) async fn tool_delete(
+const TOOL_DELETE: Operation = Operation::delete("/api/tools/{tool_id}", handler!(tool_delete))
+    .conditional_write()
+    .doc(
+        "Delete a tool",
+        "Deletes a tool; agents that used it no longer list it. Needs `tools:write` \
+     (agent_manager or admin).",
+    );
+
+async fn tool_delete(
     cx: Cx,
     (tool_id,): (String,),
     (actor,): (Actor,),

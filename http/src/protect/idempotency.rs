@@ -23,12 +23,12 @@ use http_body_util::BodyExt;
 use tracing::Instrument;
 use voiceplane_core::idempotency::{Claim, StoredAnswer, fingerprint};
 
-use crate::body::collect_limited;
-use crate::endpoint::{RequestBody, boxed};
+use crate::api::Api;
+use crate::body::{RequestBody, boxed, collect_limited};
+use crate::conditional;
 use crate::error::ApiError;
-use crate::response::full;
-use crate::router::Route;
-use crate::{Api, ResponseBody, conditional};
+use crate::operation::{Captures, Operation};
+use crate::response::{ResponseBody, full};
 
 /// The request header that carries the key.
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
@@ -70,7 +70,8 @@ fn is_final(status: StatusCode) -> bool {
 /// Runs a POST that carries `key` in `scope`.
 pub(crate) async fn run(
     api: &Api,
-    route: Route,
+    op: &'static Operation,
+    captures: Captures,
     parts: Parts,
     body: RequestBody,
     scope: String,
@@ -118,9 +119,10 @@ pub(crate) async fn run(
     };
     let api = api.clone();
     let task = async move {
-        let response = match conditional::dispatch(
+        let response = match conditional::run(
             &api,
-            route,
+            op,
+            captures,
             parts,
             boxed(http_body_util::Full::new(bytes)),
         )

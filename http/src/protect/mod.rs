@@ -1,42 +1,24 @@
-//! Protection between routing and the operation: the caller is authenticated once here (the
-//! operation's `Actor` extractor reuses the result) behind the per-IP limit of failed
-//! authentications, its credential's rate limit is spent ([`ratelimit`]), then idempotency keys
-//! are honoured on POSTs ([`idempotency`]). Living in the adapter, this protects every
-//! deployment, standalone or mounted.
+//! The second stage of a request, between resolving its operation and
+//! [`crate::conditional`]: the caller of an operation declared [`Auth::Organization`] is
+//! authenticated here, once (the operation's `Actor` input is this caller), behind the per-IP
+//! limit of failed authentications, and its credential's rate limit is spent ([`ratelimit`]);
+//! then idempotency keys are honoured on POSTs ([`idempotency`]). Living in the adapter, this
+//! protects every deployment, standalone or mounted.
 
 pub(crate) mod idempotency;
 pub(crate) mod ratelimit;
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
 use http::request::Parts;
 use http::{Method, Response};
-use voiceplane_core::auth::{Actor, RequestContext};
+use voiceplane_core::auth::Actor;
 
-use crate::endpoint::RequestBody;
+use crate::api::Api;
+use crate::body::RequestBody;
+use crate::caller::{Authenticated, request_context};
 use crate::error::ApiError;
-use crate::openapi::{Auth, Schemas};
-use crate::router::{OPERATIONS, Route};
-use crate::{Api, ResponseBody, conditional, extract};
-
-/// The caller as this module authenticated it, in the request's extensions. Private to the
-/// crate, so that nothing outside the adapter can pose as an authenticated caller.
-#[derive(Debug, Clone)]
-pub(crate) struct Authenticated(pub(crate) Actor);
-
-/// How each operation authenticates, from the route table, computed once.
-fn auth_of(operation_id: &str) -> Auth {
-    static AUTH: OnceLock<HashMap<&'static str, Auth>> = OnceLock::new();
-    let table = AUTH.get_or_init(|| {
-        let mut schemas = Schemas::new();
-        OPERATIONS
-            .iter()
-            .map(|op| (op.id, (op.describe)(&mut schemas).auth))
-            .collect()
-    });
-    table.get(operation_id).copied().unwrap_or_default()
-}
+use crate::operation::{Auth, Captures, Operation};
+use crate::response::ResponseBody;
+use crate::{conditional, credentials};
 
 /// Who is asking, for keying idempotency: the organization and credential of an authenticated
 /// caller, or a hash of the bearer token of an operation that takes one without an
@@ -48,7 +30,7 @@ fn scope_of(actor: Option<&Actor>, parts: &Parts) -> Option<String> {
             Principal::ApiKey(key_id) => format!("{}/key:{key_id}", actor.organization_id),
             Principal::User => format!("{}/user:{}", actor.organization_id, actor.user_id),
         }),
-        None => extract::credentials(&parts.headers)
+        None => credentials::read(&parts.headers)
             .ok()
             .and_then(|c| c.bearer)
             .map(|token| format!("bearer:{}", voiceplane_core::auth::hash_secret(&token))),
@@ -65,32 +47,6 @@ fn budget_key(actor: &Actor) -> String {
     }
 }
 
-/// Where the request came from, for the audit log: its id (chosen by [`Api::handle`]) and the
-/// client's address (the peer, or what a trusted proxy reports when rate limits name trusted
-/// proxies).
-pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
-    let peer = ratelimit::peer_of(&parts.extensions);
-    let ip = match api.limits.as_deref() {
-        Some(limits) => limits.client_ip(peer, &parts.headers),
-        None => peer,
-    };
-    RequestContext {
-        request_id: parts
-            .extensions
-            .get::<crate::RequestId>()
-            .and_then(|id| id.0.to_str().ok())
-            .map(str::to_owned),
-        ip: ip.map(|ip| ip.to_string()),
-        preconditions: preconditions_of(parts),
-    }
-}
-
-/// The preconditions `conditional::dispatch` found for the write `parts` asks for; none for
-/// any other request.
-pub(crate) fn preconditions_of(parts: &Parts) -> voiceplane_core::precondition::Preconditions {
-    parts.extensions.get().cloned().unwrap_or_default()
-}
-
 /// Authenticates the caller of an organization operation, behind the per-IP limit of failed
 /// authentications.
 async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
@@ -100,7 +56,7 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
     if let Some(l) = limits {
         l.check_blocked(ip)?;
     }
-    let result = match extract::credentials(&parts.headers) {
+    let result = match credentials::read(&parts.headers) {
         Ok(credentials) => api
             .service
             .authenticate(&credentials)
@@ -123,15 +79,16 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
     }
 }
 
-/// Runs `route` behind the protections.
+/// Runs `op` behind the protections.
 pub(crate) async fn run(
     api: &Api,
-    route: Route,
+    op: &'static Operation,
+    captures: Captures,
     mut parts: Parts,
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut budget = None;
-    let actor = match auth_of(route.operation_id()) {
+    let actor = match op.auth {
         Auth::Organization => {
             let actor = authenticate(api, &parts).await?;
             if let Some(limits) = &api.limits {
@@ -140,15 +97,15 @@ pub(crate) async fn run(
             parts.extensions.insert(Authenticated(actor.clone()));
             Some(actor)
         }
-        Auth::Public | Auth::BearerOnly => None,
+        Auth::None | Auth::Invitee => None,
     };
     let result = match idempotency::key_of(&parts.headers) {
         Err(e) if parts.method == Method::POST => Err(e),
         Ok(Some(key)) if parts.method == Method::POST => match scope_of(actor.as_ref(), &parts) {
-            Some(scope) => idempotency::run(api, route, parts, body, scope, key).await,
-            None => conditional::dispatch(api, route, parts, body).await,
+            Some(scope) => idempotency::run(api, op, captures, parts, body, scope, key).await,
+            None => conditional::run(api, op, captures, parts, body).await,
         },
-        _ => conditional::dispatch(api, route, parts, body).await,
+        _ => conditional::run(api, op, captures, parts, body).await,
     };
     let Some(budget) = budget else {
         return result;

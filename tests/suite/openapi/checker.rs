@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use voiceplane_http::router::resolve;
+use voiceplane_http::ops::resolve;
 use voiceplane_suite::{
     ApiCaller, agent_body, merged, mount_twilio_account, mount_voice_catalogue,
 };
@@ -83,8 +83,8 @@ impl Checker {
         let doc = document();
         let v = Schemas::of(doc);
         let path = path_and_query.split('?').next().unwrap();
-        let route = resolve(&m, path).unwrap_or_else(|e| panic!("{m} {path}: {e:?}"));
-        let (_, template) = route.definition();
+        let (operation, _) = resolve(&m, path).unwrap_or_else(|e| panic!("{m} {path}: {e:?}"));
+        let template = operation.template;
         let op = &doc["paths"][template][m.as_str().to_ascii_lowercase()];
         assert!(op.is_object(), "{m} {template} is not documented");
 

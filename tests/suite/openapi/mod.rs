@@ -23,7 +23,7 @@ const METHODS: &[&str] = &[
 ];
 
 fn document() -> &'static Value {
-    voiceplane_http::openapi::document()
+    voiceplane_http::openapi_document()
 }
 
 /// Every `(METHOD, template, operation)` of the document.

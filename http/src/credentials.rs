@@ -1,4 +1,5 @@
-//! What the adapter reads from a request's headers: the credentials and the organization.
+//! How an operation authenticates its caller ([`Auth`]), and what the adapter reads from a
+//! request's headers to do it: the credentials and the organization.
 //!
 //! Credential values are never logged and never echoed in an error detail.
 
@@ -6,6 +7,20 @@ use http::{HeaderMap, HeaderName, HeaderValue, header};
 use voiceplane_core::auth::Credentials;
 
 use crate::error::ApiError;
+
+/// How the caller of an operation authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// An organization credential: `X-API-Key` or a bearer JWT, plus `X-Organization-Id`.
+    /// The caller is authenticated before anything else runs, behind the per-IP limit of
+    /// failed authentications, and spends its credential's rate limit.
+    Organization,
+    /// No credentials.
+    None,
+    /// A bearer JWT only, without `X-Organization-Id`: someone who is not a member yet
+    /// (accepting an invitation). The operation checks the token itself.
+    Invitee,
+}
 
 /// `X-API-Key`.
 pub(crate) const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
@@ -40,7 +55,7 @@ fn credential<'h>(
 ///   service rejects a malformed one with the same 400 whatever its bytes.
 ///
 /// Missing headers are left to [`voiceplane_core::Service::authenticate`].
-pub(crate) fn credentials(headers: &HeaderMap) -> Result<Credentials, ApiError> {
+pub(crate) fn read(headers: &HeaderMap) -> Result<Credentials, ApiError> {
     let api_key = credential(headers, &X_API_KEY, "X-API-Key")?
         .map(|v| {
             v.to_str()
@@ -105,7 +120,7 @@ mod tests {
 
     #[test]
     fn reads_the_three_headers() {
-        let c = credentials(&headers(&[
+        let c = read(&headers(&[
             ("x-api-key", b"vpk_abc"),
             ("authorization", b"bearer   tok.en.sig "),
             ("x-organization-id", b"org_0123456789abcdef"),
@@ -115,11 +130,11 @@ mod tests {
         assert_eq!(c.bearer.as_deref(), Some("tok.en.sig"));
         assert_eq!(c.organization_id.as_deref(), Some("org_0123456789abcdef"));
 
-        let c = credentials(&headers(&[("Authorization", b"BEARER t")])).unwrap();
+        let c = read(&headers(&[("Authorization", b"BEARER t")])).unwrap();
         assert_eq!(c.bearer.as_deref(), Some("t"));
         assert!(c.api_key.is_none() && c.organization_id.is_none());
 
-        let c = credentials(&HeaderMap::new()).unwrap();
+        let c = read(&HeaderMap::new()).unwrap();
         assert!(c.api_key.is_none() && c.bearer.is_none() && c.organization_id.is_none());
     }
 
@@ -151,7 +166,7 @@ mod tests {
                 "the X-API-Key header must be sent at most once",
             ),
         ] {
-            let err = credentials(&headers(&pairs)).unwrap_err();
+            let err = read(&headers(&pairs)).unwrap_err();
             assert_eq!(err.status(), StatusCode::UNAUTHORIZED);
             assert_eq!(err.detail(), detail);
         }
@@ -159,7 +174,7 @@ mod tests {
 
     #[test]
     fn non_ascii_organization_is_left_to_the_service() {
-        let c = credentials(&headers(&[("x-organization-id", b"org_\xff")])).unwrap();
+        let c = read(&headers(&[("x-organization-id", b"org_\xff")])).unwrap();
         assert!(c.organization_id.unwrap().starts_with("org_"));
     }
 }

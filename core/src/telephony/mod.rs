@@ -1,5 +1,11 @@
-//! Telephony integrations: the providers, the shape of their credentials, and the probe that
-//! tells whether stored credentials work.
+//! Telephony integrations: the providers, the shape of their credentials, the probe that
+//! tells whether stored credentials work, what voiceplane asks of a provider
+//! ([`gateway`]), how its reports move a call forward ([`progress`]) and the TwiML it answers
+//! Twilio with ([`twiml`]).
+
+pub mod gateway;
+pub mod progress;
+pub mod twiml;
 
 use std::fmt;
 
@@ -15,7 +21,7 @@ use crate::error::{Error, Result};
 pub enum TelephonyProvider {
     /// Twilio: `{account_sid, auth_token}`.
     Twilio,
-    /// Telnyx: `{api_key}`.
+    /// Telnyx: `{api_key, public_key?, connection_id?}`.
     Telnyx,
 }
 
@@ -52,10 +58,16 @@ pub enum TelephonyCredentials {
         /// The account's auth token.
         auth_token: String,
     },
-    /// Telnyx API key.
+    /// Telnyx API key, and what placing and receiving calls needs besides.
     Telnyx {
         /// The API key (v2).
         api_key: String,
+        /// The account's public key (base64 Ed25519) that signs its webhooks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_key: Option<String>,
+        /// The Call Control application calls go through.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connection_id: Option<String>,
     },
 }
 
@@ -67,9 +79,15 @@ impl fmt::Debug for TelephonyCredentials {
                 .field("account_sid", account_sid)
                 .field("auth_token", &"<redacted>")
                 .finish(),
-            Self::Telnyx { .. } => f
+            Self::Telnyx {
+                public_key,
+                connection_id,
+                ..
+            } => f
                 .debug_struct("Telnyx")
                 .field("api_key", &"<redacted>")
+                .field("public_key", &public_key.is_some())
+                .field("connection_id", &connection_id.is_some())
                 .finish(),
         }
     }
@@ -103,7 +121,7 @@ impl TelephonyCredentials {
             .ok_or_else(|| Error::invalid("credentials must be a JSON object"))?;
         let allowed: &[&str] = match provider {
             TelephonyProvider::Twilio => &["account_sid", "auth_token"],
-            TelephonyProvider::Telnyx => &["api_key"],
+            TelephonyProvider::Telnyx => &["api_key", "public_key", "connection_id"],
         };
         if let Some(extra) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
             return Err(Error::invalid(format!(
@@ -130,9 +148,38 @@ impl TelephonyCredentials {
                     auth_token,
                 })
             }
-            TelephonyProvider::Telnyx => Ok(Self::Telnyx {
-                api_key: credential_field(obj, provider, "api_key")?,
-            }),
+            TelephonyProvider::Telnyx => {
+                let optional = |name| {
+                    obj.contains_key(name)
+                        .then(|| credential_field(obj, provider, name))
+                        .transpose()
+                };
+                let public_key = optional("public_key")?;
+                if let Some(key) = &public_key {
+                    use base64::Engine as _;
+                    let decoded = base64::engine::general_purpose::STANDARD.decode(key);
+                    if !decoded.is_ok_and(|bytes| bytes.len() == 32) {
+                        return Err(Error::invalid(
+                            "credentials.public_key must be the account's Ed25519 public key \
+                             in base64 (32 bytes)",
+                        ));
+                    }
+                }
+                Ok(Self::Telnyx {
+                    api_key: credential_field(obj, provider, "api_key")?,
+                    public_key,
+                    connection_id: optional("connection_id")?,
+                })
+            }
+        }
+    }
+
+    /// What a provider's webhooks are verified with: Twilio's auth token, Telnyx's public key
+    /// (`None` while a Telnyx integration has none).
+    pub fn webhook_key(&self) -> Option<&str> {
+        match self {
+            Self::Twilio { auth_token, .. } => Some(auth_token),
+            Self::Telnyx { public_key, .. } => public_key.as_deref(),
         }
     }
 
@@ -198,5 +245,33 @@ mod tests {
         .unwrap_err();
         assert!(!bad_sid.to_string().contains("secret-value"));
         assert!(TelephonyProvider::parse("vonage").is_err());
+    }
+
+    #[test]
+    fn telnyx_takes_a_public_key_and_a_connection_when_given() {
+        let key = "C7yKRyfTfCGtgXw0nqJoklVkqpVpOsaHW+BNjwfPAHM=";
+        let full = TelephonyCredentials::parse(
+            TelephonyProvider::Telnyx,
+            &json!({"api_key": "KEY0123", "public_key": key, "connection_id": "1494404757140276705"}),
+        )
+        .unwrap();
+        assert_eq!(full.webhook_key(), Some(key));
+        let debug = format!("{full:?}");
+        assert!(
+            !debug.contains("KEY0123") && !debug.contains(key),
+            "{debug}"
+        );
+        let bare = TelephonyCredentials::parse(TelephonyProvider::Telnyx, &json!({"api_key": "k"}))
+            .unwrap();
+        assert_eq!(bare.webhook_key(), None);
+        // Stored before these fields existed, it still reads.
+        let stored: TelephonyCredentials = serde_json::from_value(json!({"api_key": "k"})).unwrap();
+        assert_eq!(stored, bare);
+        let short = TelephonyCredentials::parse(
+            TelephonyProvider::Telnyx,
+            &json!({"api_key": "k", "public_key": "AAAA"}),
+        )
+        .unwrap_err();
+        assert!(short.to_string().contains("public_key"), "{short}");
     }
 }

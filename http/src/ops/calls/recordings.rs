@@ -9,11 +9,37 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Call, Outcome, RecordingLink};
 use voiceplane_core::service::SignedRead;
 
-use crate::endpoint::{Cx, Data, Query};
+use crate::audio::{Attachment, AudioUpload, RangeHeader, RangeRead, binary};
+use crate::endpoint::{Cx, Data, Query, handler};
 use crate::error::ApiError;
-use crate::recordings::{Attachment, AudioUpload, RangeHeader, RangeRead, binary};
+use crate::operation::{Area, Operation};
 
-pub(crate) async fn recording_upload(
+pub(crate) const AREA: Area = Area {
+    tag: "recordings",
+    about: "Call recordings.",
+    operations: &[
+        RECORDING_UPLOAD,
+        RECORDING_STREAM,
+        RECORDING_DOWNLOAD,
+        RECORDING_DELETE,
+        RECORDING_SIGNED_READ,
+    ],
+};
+
+const RECORDING_UPLOAD: Operation = Operation::put(
+    "/api/calls/{call_sid}/recording",
+    handler!(recording_upload),
+)
+.doc(
+    "Upload the call's recording (replaces a previous one)",
+    "Streams the call's recording into object storage, replacing a previous one once the \
+     new one is fully stored (a failed upload leaves the old one). Send `audio/wav` or \
+     `audio/mpeg`, or `application/octet-stream` and let the first bytes tell the format \
+     (400 when they are neither WAV nor MP3); 413 over `http.max_upload_bytes`. Records \
+     `recording.ready`. Needs `calls:write` (agent_manager or admin).",
+);
+
+async fn recording_upload(
     cx: Cx,
     (call_sid,): (String,),
     (actor, upload): (Actor, AudioUpload),
@@ -25,7 +51,18 @@ pub(crate) async fn recording_upload(
     Ok(Data(call))
 }
 
-pub(crate) async fn recording_stream(
+const RECORDING_STREAM: Operation = Operation::get(
+    "/api/calls/{call_sid}/recording/stream",
+    handler!(recording_stream),
+)
+.doc(
+    "A URL that plays the recording for an hour, with Range support",
+    "A URL that plays the recording for an hour without other credentials and answers \
+     `Range` requests (usable as an `<audio>` source). 404 when the call has no \
+     recording. Needs `calls:read` (every role).",
+);
+
+async fn recording_stream(
     cx: Cx,
     (call_sid,): (String,),
     (actor,): (Actor,),
@@ -35,8 +72,19 @@ pub(crate) async fn recording_stream(
     ))
 }
 
+const RECORDING_DOWNLOAD: Operation = Operation::get(
+    "/api/calls/{call_sid}/recording/download",
+    handler!(recording_download),
+)
+.doc(
+    "Download the recording as a WAV attachment",
+    "The recording's bytes as a WAV attachment with an exact `Content-Length`, streamed \
+     from the object store. 404 when the call has no recording. Needs `calls:read` (every \
+     role).",
+);
+
 /// The whole file, as an attachment named after the number called.
-pub(crate) async fn recording_download(
+async fn recording_download(
     cx: Cx,
     (call_sid,): (String,),
     (actor,): (Actor,),
@@ -51,7 +99,18 @@ pub(crate) async fn recording_download(
     Ok(Attachment(resp))
 }
 
-pub(crate) async fn recording_delete(
+const RECORDING_DELETE: Operation = Operation::delete(
+    "/api/calls/{call_sid}/recording",
+    handler!(recording_delete),
+)
+.doc(
+    "Delete the call's recording",
+    "Deletes the call's recording (the call stays) and records `recording.deleted`; the \
+     file goes from the object store shortly after. 404 when the call has no recording. \
+     Needs `calls:write` (agent_manager or admin).",
+);
+
+async fn recording_delete(
     cx: Cx,
     (call_sid,): (String,),
     (actor,): (Actor,),
@@ -71,9 +130,23 @@ pub(crate) struct SignedUrl {
     sig: Option<String>,
 }
 
+const RECORDING_SIGNED_READ: Operation = Operation::get(
+    "/recordings/{organization_id}/{file}",
+    handler!(recording_signed_read),
+)
+.public()
+.errors(&[403, 404, 416, 503])
+.doc(
+    "Read a recording through a URL signed by this server (the `url` of recording_stream)",
+    "Serves a recording through the URL `recording_stream` gave, on the `fs` and `memory` \
+     stores; the `expires` and `sig` query parameters are the credential. 200 with the \
+     whole file, 206 for a `Range` request, 416 for a range outside it, 403 for a tampered \
+     or expired link.",
+);
+
 /// Usable as the `src` of an `<audio>` element: no credentials besides the signature, and
 /// `Range` requests answered with 206.
-pub(crate) async fn recording_signed_read(
+async fn recording_signed_read(
     cx: Cx,
     (organization_id, file): (String, String),
     (Query(url), RangeHeader(range)): (Query<SignedUrl>, RangeHeader),

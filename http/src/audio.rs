@@ -15,11 +15,13 @@ use voiceplane_core::blob::{BlobRead, ByteStream, RangeRequest};
 use voiceplane_core::service::AudioFormat;
 use voiceplane_core::signing::{LinkSigner, RecordingLinks};
 
-use crate::endpoint::{Cx, Extract, Reply, RequestBody};
+use crate::body;
+use crate::body::RequestBody;
+use crate::endpoint::{Cx, FromRequest, Reply};
 use crate::error::ApiError;
-use crate::openapi::{Input, OpSpec, Output, Schemas};
+use crate::openapi::spec::{Input, OpSpec, Output, Schemas};
+use crate::response::ResponseBody;
 use crate::stream::{byte_stream, streamed};
-use crate::{ResponseBody, body};
 
 /// A raw request body streamed to the service, in the audio format its `Content-Type`
 /// declares.
@@ -37,8 +39,8 @@ fn audio_format(essence: &str) -> Option<AudioFormat> {
     }
 }
 
-impl Extract for AudioUpload {
-    async fn extract(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for AudioUpload {
+    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let limit = cx.api.config.max_upload_bytes;
         body::check_declared_length(&cx.parts.headers, limit)?;
         let media = body::media_type(&cx.parts.headers);
@@ -173,8 +175,8 @@ impl crate::Api {
 /// file, as HTTP allows).
 pub(crate) struct RangeHeader(pub(crate) Option<RangeRequest>);
 
-impl Extract for RangeHeader {
-    async fn extract(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+impl FromRequest for RangeHeader {
+    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         Ok(Self(
             cx.parts
                 .headers

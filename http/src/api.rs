@@ -1,0 +1,90 @@
+//! The adapter's state: the service it calls, its settings and its rate limiters, shared by
+//! every stage of a request.
+
+use std::sync::Arc;
+
+use http::HeaderValue;
+use voiceplane_core::Service;
+
+use crate::protect::ratelimit::{Limiters, RateLimits};
+
+/// Default of [`HttpConfig::max_body_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The header every response carries with the request's id: the caller's own `X-Request-Id`
+/// when it sent one acceptable value (see [`MAX_REQUEST_ID_LEN`]), else a generated one.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The request's id as [`Api::handle`] chose it, in the request's extensions, so that the
+/// audit log can record it.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestId(pub(crate) HeaderValue);
+
+/// Longest `X-Request-Id` echoed, in bytes. A caller's id is used only when it is one header
+/// of 1 to this many visible ASCII characters (`!` to `~`); anything else is replaced by a
+/// generated id of 16 lowercase hex digits.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Settings of the adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Largest JSON request body accepted, in bytes; larger ones get 413. Default 1 MiB.
+    pub max_body_bytes: usize,
+    /// Largest streamed upload (recordings, knowledge-base files), in bytes; larger ones get
+    /// 413 and nothing is stored. Default 2 GiB.
+    pub max_upload_bytes: u64,
+}
+
+/// Default of [`HttpConfig::max_upload_bytes`]: 2 GiB.
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+        }
+    }
+}
+
+/// The voiceplane HTTP API: cheap to clone, usable as a function ([`Api::handle`](crate::Api::handle)), as a
+/// [`tower_service::Service`], or served on a listener with [`serve()`](crate::serve()).
+#[derive(Debug, Clone)]
+pub struct Api {
+    pub(crate) service: Arc<Service>,
+    pub(crate) config: HttpConfig,
+    /// Rate limits, when [`Api::with_rate_limits`] set them.
+    pub(crate) limits: Option<Arc<Limiters>>,
+    /// Its OpenAPI document ([`crate::openapi_document`]).
+    pub(crate) openapi: fn() -> &'static serde_json::Value,
+}
+
+impl Api {
+    /// The same API with rate limits (none by default): per credential, and on failed
+    /// authentications per client IP. The limits live in this process, shared by the API's
+    /// clones; see [`RateLimits`].
+    ///
+    /// The client IP is the connection's peer, which [`serve()`](crate::serve()) puts in each request's
+    /// extensions as a [`std::net::SocketAddr`]; a server that mounts the API should do the
+    /// same, or failed authentications go unlimited.
+    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.limits = Some(Arc::new(Limiters::new(limits)));
+        self
+    }
+
+    /// The same API with `config`.
+    pub fn with_config(mut self, config: HttpConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The service the API calls.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
+    }
+
+    /// The adapter's settings.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+}

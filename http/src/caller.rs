@@ -1,0 +1,39 @@
+//! Who is asking, and from where: the caller [`crate::protect`] authenticated, as the
+//! operation's `Actor` input finds it, and the request's context for the audit log.
+
+use http::request::Parts;
+use voiceplane_core::auth::{Actor, RequestContext};
+use voiceplane_core::precondition::Preconditions;
+
+use crate::api::{Api, RequestId};
+use crate::protect::ratelimit;
+
+/// The caller as [`crate::protect`] authenticated it, in the request's extensions. Private to
+/// the crate, so that nothing outside the adapter can pose as an authenticated caller.
+#[derive(Debug, Clone)]
+pub(crate) struct Authenticated(pub(crate) Actor);
+
+/// Where the request came from, for the audit log: its id (chosen by
+/// [`Api::handle`](crate::Api::handle)), the client's address (the peer, or what a trusted
+/// proxy reports when rate limits name trusted proxies) and the preconditions of a
+/// conditional write.
+pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
+    let peer = ratelimit::peer_of(&parts.extensions);
+    let ip = match api.limits.as_deref() {
+        Some(limits) => limits.client_ip(peer, &parts.headers),
+        None => peer,
+    };
+    RequestContext {
+        request_id: parts
+            .extensions
+            .get::<RequestId>()
+            .and_then(|id| id.0.to_str().ok())
+            .map(str::to_owned),
+        ip: ip.map(|ip| ip.to_string()),
+        preconditions: parts
+            .extensions
+            .get::<Preconditions>()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}

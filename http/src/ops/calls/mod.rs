@@ -1,0 +1,155 @@
+//! `/api/calls`: calls handled by the organization's agents, with their transcripts
+//! ([`transcripts`]) and recordings ([`recordings`]), each an area of its own in the document.
+
+pub(super) mod recordings;
+pub(super) mod transcripts;
+
+use voiceplane_core::auth::Actor;
+use voiceplane_core::model::{
+    Call, CallFilter, CallSearch, CallStats, CallUpdate, NewCall, Outcome, StatsGrouping,
+};
+use voiceplane_core::page::{Page, PageParams};
+
+use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
+use crate::error::ApiError;
+use crate::operation::{Area, Operation};
+
+pub(crate) const AREA: Area = Area {
+    tag: "calls",
+    about: "Calls handled by the organization's agents.",
+    operations: &[
+        CALL_CREATE,
+        CALL_LIST,
+        CALL_STATS,
+        CALL_VIEW,
+        CALL_UPDATE,
+        CALL_DELETE,
+    ],
+};
+
+const CALL_CREATE: Operation = Operation::post("/api/calls", handler!(call_create)).doc(
+    "Record a call",
+    "Records a call of one of the organization's agents. `status` defaults to `queued`, \
+     `recording_enabled` to the agent's setting, `created_at` to now. Needs `calls:write` \
+     (agent_manager or admin); sending `created_at` (an import) also needs the role \
+     `admin`, and it must not be in the future (400).",
+);
+
+async fn call_create(
+    cx: Cx,
+    (): (),
+    (actor, Json(input)): (Actor, Json<NewCall>),
+) -> Result<Created<Call>, ApiError> {
+    let call = cx.service().call_create(&actor, input).await?;
+    Ok(Created::member(&cx, call, |x| &x.call_sid))
+}
+
+/// The number filters as they were meant: a `+` sent unencoded in a query string decodes as a
+/// space, and no E.164 number starts with a space.
+fn plus_restored(mut filter: CallFilter) -> CallFilter {
+    for number in [&mut filter.to_number, &mut filter.from_number]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(digits) = number.strip_prefix(' ') {
+            *number = format!("+{digits}");
+        }
+    }
+    filter
+}
+
+const CALL_LIST: Operation = Operation::get("/api/calls", handler!(call_list)).doc(
+    "List calls",
+    "Lists calls, newest first, with optional filters combined with AND (`status`, \
+     `call_type`, `agent_id`, `to_number`, `from_number`, `created_after`, \
+     `created_before`) and `q`, which keeps calls whose transcript has every word of it. \
+     A cursor only continues the filters it was issued for (400 otherwise). Needs \
+     `calls:read` (every role).",
+);
+
+async fn call_list(
+    cx: Cx,
+    (): (),
+    (actor, Query(filter), Query(search), Query(params)): (
+        Actor,
+        Query<CallFilter>,
+        Query<CallSearch>,
+        Query<PageParams>,
+    ),
+) -> Result<Page<Call>, ApiError> {
+    Ok(cx
+        .service()
+        .call_list(&actor, &plus_restored(filter), &search, &params)
+        .await?)
+}
+
+const CALL_STATS: Operation = Operation::get("/api/calls/stats", handler!(call_stats)).doc(
+    "Count, cost and duration of the calls the filters keep, in total and per group",
+    "Counts the calls the filters keep (those of the list, without `q`) and sums their \
+     cost and duration, in total and per `group_by` group (`day`, `agent`, `status`, \
+     `end_reason`); computed by the database. Needs `calls:read` (every role).",
+);
+
+async fn call_stats(
+    cx: Cx,
+    (): (),
+    (actor, Query(filter), Query(grouping)): (Actor, Query<CallFilter>, Query<StatsGrouping>),
+) -> Result<Data<CallStats>, ApiError> {
+    Ok(Data(
+        cx.service()
+            .call_stats(&actor, &plus_restored(filter), &grouping)
+            .await?,
+    ))
+}
+
+const CALL_VIEW: Operation = Operation::get("/api/calls/{call_sid}", handler!(call_view))
+    .tagged_view()
+    .doc(
+        "Get a call",
+        "One call with its agent, numbers, times, cost and recording state. Needs `calls:read` \
+     (every role).",
+    );
+
+async fn call_view(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Data<Call>, ApiError> {
+    Ok(Data(cx.service().call_view(&actor, &call_sid).await?))
+}
+
+const CALL_UPDATE: Operation = Operation::patch("/api/calls/{call_sid}", handler!(call_update))
+    .tagged_write()
+    .doc(
+        "Update a call",
+        "Changes a call's status, end reason, times, duration, cost, turn count or billing \
+     status; `duration_seconds` is computed from the times when not given. Records \
+     `call.updated`. Needs `calls:write` (agent_manager or admin).",
+    );
+
+async fn call_update(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor, Json(input)): (Actor, Json<CallUpdate>),
+) -> Result<Data<Call>, ApiError> {
+    Ok(Data(
+        cx.service().call_update(&actor, &call_sid, input).await?,
+    ))
+}
+
+const CALL_DELETE: Operation = Operation::delete("/api/calls/{call_sid}", handler!(call_delete))
+    .conditional_write()
+    .doc(
+        "Delete a call with its transcript and recording",
+        "Deletes the call, its transcript and its recording in one transaction and records \
+     `call.deleted`; the recording's file is removed from the object store by a durable \
+     job shortly after. Needs `calls:write` (agent_manager or admin).",
+    );
+
+async fn call_delete(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Outcome<Call>, ApiError> {
+    Ok(cx.service().call_delete(&actor, &call_sid).await?)
+}
