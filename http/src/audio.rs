@@ -1,10 +1,8 @@
 //! The binary side of recordings: the raw audio body of an upload (its format declared, or
-//! told by its first bytes when sent as `application/octet-stream`), the links this server
-//! signs for stores that cannot presign, the `Range` header of a read through one, and the
-//! file answers (an attachment, or the whole file or a range of it).
+//! told by its first bytes when sent as `application/octet-stream`), the `Range` header of a
+//! signed read, and the file answers (an attachment, or the whole file or a range of it).
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -13,7 +11,6 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::json;
 use voiceplane_core::blob::{BlobRead, ByteStream, RangeRequest};
 use voiceplane_core::service::AudioFormat;
-use voiceplane_core::signing::{LinkSigner, RecordingLinks};
 
 use crate::body;
 use crate::body::RequestBody;
@@ -127,47 +124,6 @@ impl Stream for Prepended {
             Some(head) => Poll::Ready(Some(Ok(head))),
             None => self.rest.as_mut().poll_next(cx),
         }
-    }
-}
-
-/// The links of `GET /recordings/{organization_id}/{file}`, the route of
-/// `recording_signed_read`: the signature binds the path and the expiry, both carried in the
-/// query (`expires`, `sig`: the handler's `SignedUrl`).
-struct SignedLinks {
-    /// The external base URL, without a trailing `/`.
-    public_url: String,
-    signer: LinkSigner,
-}
-
-/// The path of a link; ids and recording file names need no escaping.
-fn signed_path(organization_id: &str, file: &str) -> String {
-    format!("/recordings/{organization_id}/{file}")
-}
-
-impl RecordingLinks for SignedLinks {
-    fn link(&self, organization_id: &str, file: &str, expires: i64) -> String {
-        let path = signed_path(organization_id, file);
-        let sig = self.signer.sign(&path, expires);
-        format!("{}{path}?expires={expires}&sig={sig}", self.public_url)
-    }
-
-    fn check(&self, organization_id: &str, file: &str, expires: i64, signature: &str) -> bool {
-        self.signer
-            .verify(&signed_path(organization_id, file), expires, signature)
-    }
-}
-
-// Here rather than in `lib.rs`, beside the links it makes.
-impl crate::Api {
-    /// The links through which this API serves recordings itself, under `public_url` (its
-    /// external base URL, e.g. `https://voice.example.com`), signed by `signer`: what
-    /// [`Service::with_recording_links`](voiceplane_core::Service::with_recording_links) takes
-    /// for stores that cannot presign.
-    pub fn recording_links(public_url: &str, signer: LinkSigner) -> Arc<dyn RecordingLinks> {
-        Arc::new(SignedLinks {
-            public_url: public_url.trim_end_matches('/').to_owned(),
-            signer,
-        })
     }
 }
 

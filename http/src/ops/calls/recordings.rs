@@ -1,6 +1,9 @@
 //! `/api/calls/{call_sid}/recording…` and the self-signed `/recordings/…` URLs: uploading a
 //! call's recording (streamed into object storage), a playable link, a download, and reads
-//! through a signed URL with `Range` support.
+//! through a signed URL with `Range` support; and the links themselves, made from the route
+//! and query declared here.
+
+use std::sync::Arc;
 
 use http::{HeaderValue, StatusCode, header};
 use schemars::JsonSchema;
@@ -8,6 +11,7 @@ use serde::Deserialize;
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Call, Outcome, RecordingLink};
 use voiceplane_core::service::SignedRead;
+use voiceplane_core::signing::{LinkSigner, RecordingLinks};
 
 use crate::audio::{Attachment, AudioUpload, RangeHeader, RangeRead, binary};
 use crate::endpoint::{Cx, Data, Query, handler};
@@ -118,7 +122,7 @@ async fn recording_delete(
     Ok(cx.service().recording_delete(&actor, &call_sid).await?)
 }
 
-/// The query of a link this server signed (`Api::recording_links`); `expires` is read as
+/// The query of a link this server signed ([`SignedLinks`]); `expires` is read as
 /// text so that a malformed link is refused like a forged one (403), not as a bad request.
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct SignedUrl {
@@ -143,6 +147,56 @@ const RECORDING_SIGNED_READ: Operation = Operation::get(
      whole file, 206 for a `Range` request, 416 for a range outside it, 403 for a tampered \
      or expired link.",
 );
+
+/// The links [`RECORDING_SIGNED_READ`] serves: its path, with `expires` and `sig` (the
+/// [`SignedUrl`] it reads) in the query; the signature binds the path and the expiry.
+struct SignedLinks {
+    /// The external base URL, without a trailing `/`.
+    public_url: String,
+    signer: LinkSigner,
+}
+
+/// The route's path for `file` of `organization_id`, its parameters put in one pass (ids and
+/// recording file names need no escaping).
+fn signed_path(organization_id: &str, file: &str) -> String {
+    RECORDING_SIGNED_READ
+        .template
+        .split('/')
+        .map(|segment| match segment {
+            "{organization_id}" => organization_id,
+            "{file}" => file,
+            fixed => fixed,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+impl RecordingLinks for SignedLinks {
+    fn link(&self, organization_id: &str, file: &str, expires: i64) -> String {
+        let path = signed_path(organization_id, file);
+        let sig = self.signer.sign(&path, expires);
+        format!("{}{path}?expires={expires}&sig={sig}", self.public_url)
+    }
+
+    fn check(&self, organization_id: &str, file: &str, expires: i64, signature: &str) -> bool {
+        self.signer
+            .verify(&signed_path(organization_id, file), expires, signature)
+    }
+}
+
+// Beside the route and query it writes, rather than with the rest of `Api`.
+impl crate::Api {
+    /// The links through which this API serves recordings itself, under `public_url` (its
+    /// external base URL, e.g. `https://voice.example.com`), signed by `signer`: what
+    /// [`Service::with_recording_links`](voiceplane_core::Service::with_recording_links) takes
+    /// for stores that cannot presign.
+    pub fn recording_links(public_url: &str, signer: LinkSigner) -> Arc<dyn RecordingLinks> {
+        Arc::new(SignedLinks {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            signer,
+        })
+    }
+}
 
 /// Usable as the `src` of an `<audio>` element: no credentials besides the signature, and
 /// `Range` requests answered with 206.
@@ -182,4 +236,32 @@ async fn recording_signed_read(
         HeaderValue::from_static("private, max-age=3600"),
     );
     Ok(RangeRead(resp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_name_the_route_and_carry_their_signature() {
+        let signer = LinkSigner::new(b"test recording url key, 32 bytes");
+        // The signed path is the one links carried when core built them: links still valid.
+        assert_eq!(
+            signed_path("org_1", "call_1.wav"),
+            "/recordings/org_1/call_1.wav"
+        );
+        let links = crate::Api::recording_links("https://voice.example.com/", signer.clone());
+        let link = links.link("org_1", "call_1.wav", 1_800_000_000);
+        let sig = signer.sign("/recordings/org_1/call_1.wav", 1_800_000_000);
+        assert_eq!(
+            link,
+            format!(
+                "https://voice.example.com/recordings/org_1/call_1.wav?expires=1800000000&sig={sig}"
+            )
+        );
+        assert!(links.check("org_1", "call_1.wav", 1_800_000_000, &sig));
+        assert!(!links.check("org_2", "call_1.wav", 1_800_000_000, &sig));
+        assert!(!links.check("org_1", "call_1.wav", 1_800_000_001, &sig));
+        assert!(!links.check("{file}", "org_1", 1_800_000_000, &sig));
+    }
 }
