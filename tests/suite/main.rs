@@ -38,5 +38,6 @@ mod pagination;
 mod ratelimit;
 mod request_ids;
 mod secrets;
+mod server;
 
 mod shapes;
