@@ -1,23 +1,21 @@
 //! The binary end to end, as the README's quick start uses it: `bootstrap` prints its JSON,
 //! `serve` answers with that key, SIGTERM stops it cleanly, a bad config value is one line, and
 //! webhook deliveries survive SIGKILL.
-//! Runs on a temporary SQLite file; `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Runs on the embedded default (a SQLite file) in the test's folder;
+//! `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-mod support;
-
-use support::{bootstrap_org, spawn_serve, spawn_server, temp_dir, voiceplane};
+use crate::support::{bootstrap_org, context, spawn_serve, spawn_server, voiceplane};
 
 #[test]
 fn bootstrap_serve_read_back_and_stop() {
-    let dir = temp_dir();
-    let out = voiceplane(&dir)
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
+    let out = voiceplane(dir)
         .args([
             "bootstrap",
             "--org-name",
@@ -57,14 +55,9 @@ fn bootstrap_serve_read_back_and_stop() {
     assert!(dir.join("voiceplane.db").exists());
     assert!(dir.join("voiceplane-data").is_dir());
 
-    let (mut child, base, logs) = spawn_server(&dir);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (mut child, base, logs) = spawn_server(dir);
     let org = boot["organization_id"].as_str().unwrap().to_owned();
     rt.block_on(async {
-        voiceplane_clients::install_crypto_provider();
         let http = reqwest::Client::new();
         let created: Value = http
             .post(format!("{base}/api/agents"))
@@ -107,12 +100,13 @@ fn bootstrap_serve_read_back_and_stop() {
     assert!(all.contains("shut down cleanly"), "{all}");
     assert!(all.contains("/api/agents"), "requests are logged: {all}");
     assert!(!all.contains(&secret), "the key never reaches the log");
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }
 
 #[test]
 fn a_bad_config_value_is_one_line_naming_the_key() {
-    let dir = temp_dir();
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
     for (var, value, key) in [
         ("VOICEPLANE_LISTEN", "abc", "listen"),
         (
@@ -122,7 +116,7 @@ fn a_bad_config_value_is_one_line_naming_the_key() {
         ),
         ("VOICEPLANE_STORAGE__BACKEND", "tape", "storage.backend"),
     ] {
-        let out = voiceplane(&dir)
+        let out = voiceplane(dir)
             .env(var, value)
             .arg("migrate")
             .output()
@@ -137,7 +131,7 @@ fn a_bad_config_value_is_one_line_naming_the_key() {
         );
     }
     // A secret in a bad value is not echoed.
-    let out = voiceplane(&dir)
+    let out = voiceplane(dir)
         .env(
             "VOICEPLANE_DATABASE__URL",
             "postgres://app:hunter2@127.0.0.1:1/db",
@@ -149,14 +143,15 @@ fn a_bad_config_value_is_one_line_naming_the_key() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(stderr.contains("***"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }
 
 /// Events recorded while the receiver is down, the server killed with SIGKILL and started
 /// again: every event still reaches the receiver once it is up.
 #[test]
 fn deliveries_survive_sigkill() {
-    let dir = temp_dir();
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
     let with_env = |mut cmd: Command| {
         cmd.env(
             "VOICEPLANE_SECRETS__MASTER_KEY",
@@ -168,7 +163,7 @@ fn deliveries_survive_sigkill() {
         .env("VOICEPLANE_WEBHOOKS__RETRY_SCHEDULE", ["1"; 60].join(","));
         cmd
     };
-    let (org, key) = bootstrap_org(with_env(voiceplane(&dir)), "ops@example.com");
+    let (org, key) = bootstrap_org(with_env(voiceplane(dir)), "ops@example.com");
     // The receiver's port, closed for now.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -176,12 +171,7 @@ fn deliveries_survive_sigkill() {
         .unwrap()
         .port();
     // The log receivers are kept alive so that the servers' stderr keeps being drained.
-    let spawn = || spawn_serve(with_env(voiceplane(&dir)));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    voiceplane_clients::install_crypto_provider();
+    let spawn = || spawn_serve(with_env(voiceplane(dir)));
     let http = reqwest::Client::new();
     let post = |base: String, path: &'static str, body: Value| {
         let (http, org, key) = (http.clone(), org.clone(), key.clone());
@@ -269,5 +259,5 @@ fn deliveries_survive_sigkill() {
     });
     second.kill().unwrap();
     second.wait().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }

@@ -3,9 +3,8 @@
 //! compressed (download and signed `Range` URL keep their exact `Content-Length`), HTTP/1.1
 //! and h2c with prior knowledge on one port, the security headers, and `log.format = "json"`
 //! lines carrying the request's id.
-//! Runs on a temporary SQLite file; `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Runs on the embedded default (a SQLite file) in the test's folder;
+//! `VOICEPLANE_TEST_POSTGRES_URL` is not needed.
 
 use std::io::Read as _;
 use std::process::Command;
@@ -15,9 +14,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode, Version};
 use serde_json::{Value, json};
 
-mod support;
-
-use support::{bootstrap_org, spawn_serve_logged, temp_dir, voiceplane};
+use crate::support::{bootstrap_org, context, spawn_serve_logged, voiceplane};
 
 const APP: &str = "https://app.example.com";
 
@@ -75,18 +72,14 @@ fn request_log_line(logs: &mpsc::Receiver<String>, request_id: &str) -> Value {
 
 #[test]
 fn the_http_stack_over_a_real_listener() {
-    let dir = temp_dir();
-    let (org, key) = bootstrap_org(voiceplane(&dir), "ops@example.com");
-    let (mut child, base, before, logs) = spawn_serve_logged(configured(&dir));
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
+    let (org, key) = bootstrap_org(voiceplane(dir), "ops@example.com");
+    let (mut child, base, before, logs) = spawn_serve_logged(configured(dir));
     for line in &before {
         serde_json::from_str::<Value>(line)
             .unwrap_or_else(|e| panic!("start-up lines are JSON too ({e}): {line}"));
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    voiceplane_clients::install_crypto_provider();
     let http = reqwest::Client::new();
     let h2 = reqwest::Client::builder()
         .http2_prior_knowledge()
@@ -321,5 +314,5 @@ fn the_http_stack_over_a_real_listener() {
             .any(|l| l["message"] == "all connections closed"),
         "{rest:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }

@@ -3,16 +3,12 @@
 //! restart the stored credentials still decrypt and recording links still play. Other backends
 //! keep the warning and create no file; a damaged file stops start-up naming it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-mod support;
-
-use support::{spawn_serve_logged, temp_dir, voiceplane};
+use crate::support::{context, spawn_serve_logged, voiceplane};
 
 const KEY_FILE: &str = "voiceplane-data/.master-key";
 
@@ -40,12 +36,8 @@ fn stop(mut child: std::process::Child) {
 
 #[test]
 fn the_embedded_default_generates_its_master_key_once_and_keeps_it() {
-    let dir = temp_dir();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    voiceplane_clients::install_crypto_provider();
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
     let telnyx = rt.block_on(async {
         let server = wiremock::MockServer::start().await;
         wiremock::Mock::given(wiremock::matchers::path("/v2/balance"))
@@ -55,7 +47,7 @@ fn the_embedded_default_generates_its_master_key_once_and_keeps_it() {
         server
     });
     let command = || {
-        let mut cmd = voiceplane(&dir);
+        let mut cmd = voiceplane(dir);
         cmd.env("VOICEPLANE_TELEPHONY__TELNYX__BASE_URL", telnyx.uri());
         cmd
     };
@@ -189,13 +181,14 @@ fn the_embedded_default_generates_its_master_key_once_and_keeps_it() {
     });
     stop(second);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), key);
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }
 
 #[test]
 fn other_backends_keep_the_warning_and_a_damaged_file_stops_start_up() {
-    let dir = temp_dir();
-    let mut memory = voiceplane(&dir);
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
+    let mut memory = voiceplane(dir);
     memory.env("VOICEPLANE_STORAGE__BACKEND", "memory");
     let out = bootstrap(memory);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -211,7 +204,7 @@ fn other_backends_keep_the_warning_and_a_damaged_file_stops_start_up() {
     std::fs::create_dir_all(dir.join("voiceplane-data")).unwrap();
     std::fs::write(dir.join(KEY_FILE), "hunter2-not-a-key").unwrap();
     std::fs::set_permissions(dir.join(KEY_FILE), std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = bootstrap(voiceplane(&dir));
+    let out = bootstrap(voiceplane(dir));
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let last = stderr.lines().last().unwrap_or_default();
@@ -222,5 +215,5 @@ fn other_backends_keep_the_warning_and_a_damaged_file_stops_start_up() {
         "{stderr}"
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(ctx.cleanup());
 }

@@ -284,6 +284,3 @@ where
         Box::pin(async move { Ok(api.handle(req).await) })
     }
 }
-
-#[cfg(test)]
-mod tests;

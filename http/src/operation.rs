@@ -4,8 +4,8 @@
 //! particular to it, its summary and description, and the handler itself.
 //!
 //! Everything else is derived from the declarations: the resolver and the dispatch
-//! ([`crate::ops`]), the protections ([`crate::protect`]), `ETag` handling
-//! ([`crate::conditional`]), the OpenAPI document, the `operation` of the request span and
+//! ([`crate::ops`]), the protections (`protect/`), `ETag` handling
+//! (`conditional.rs`), the OpenAPI document, the `operation` of the request span and
 //! of the metrics, and the table of `http/README.md`. An operation is declared as
 //!
 //! ```text
@@ -31,7 +31,7 @@ use crate::openapi::spec::{OpSpec, Schemas};
 use crate::response::ResponseBody;
 
 /// How an operation takes part in conditional requests (RFC 9110 §13; see
-/// [`crate::conditional`]).
+/// `conditional.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Conditional {
     /// None: an unsafe request with an `If-Match` listing tags gets 412, since nothing it

@@ -147,10 +147,29 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
         key: None,
         ..c.clone()
     };
-    // Missing credentials.
-    let (status, _) = anonymous.get(&path).await;
+    // Missing credentials: refused before anything else is looked at (the POST below has no
+    // body), and no cache may keep the refusal.
+    let resp = anonymous.request(Method::GET, &path).send().await.unwrap();
+    assert_eq!(resp.headers()["cache-control"], "no-store");
+    let (status, v) = read_json(resp).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    // Unknown key, malformed key, non-Bearer Authorization, expired JWT.
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("missing credentials"),
+        "{v}"
+    );
+    let (status, _) = read_json(
+        anonymous
+            .request(Method::POST, "/api/agents")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Unknown key, malformed key, non-Bearer Authorization, expired JWT: never echoed.
     for (name, value) in [
         ("X-API-Key", format!("vpk_{}", "x".repeat(40))),
         ("X-API-Key", "letmein".to_owned()),
@@ -163,13 +182,20 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
         let (status, v) = read_json(
             anonymous
                 .request(Method::GET, &path)
-                .header(name, value)
+                .header(name, &value)
                 .send()
                 .await
                 .unwrap(),
         )
         .await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{name}: {v}");
+        assert!(!v.to_string().contains(&value), "{name}: {v}");
+        if value.starts_with("Basic") {
+            assert_eq!(
+                v["detail"],
+                "Authorization header must use the Bearer scheme"
+            );
+        }
     }
     // Expired key.
     let expires_at = ctx.clock.peek().add_seconds(600).to_rfc3339();
@@ -186,9 +212,19 @@ async fn credentials_map_to_401_and_403(ctx: &TestContext) {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(v["detail"].as_str().unwrap().contains("expired"));
 
-    // A valid key used for another organization: 403.
+    // A valid key used for another organization, existing or not: 403; for none: 400.
     let mismatched = ApiCaller::new(&server, &other.organization_id, c.key.as_deref().unwrap());
     assert_eq!(mismatched.get(&path).await.0, StatusCode::FORBIDDEN);
+    let unknown_org = ApiCaller {
+        org: Some("org_fedcba9876543210".to_owned()),
+        ..c.clone()
+    };
+    assert_eq!(unknown_org.get(&path).await.0, StatusCode::FORBIDDEN);
+    let no_org = ApiCaller {
+        org: None,
+        ..c.clone()
+    };
+    assert_eq!(no_org.get(&path).await.0, StatusCode::BAD_REQUEST);
 
     // A member's JWT works; the same user's JWT in a foreign org is 403.
     let members = c.get("/api/auth/organizations/members").await.1;

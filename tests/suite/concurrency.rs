@@ -208,28 +208,20 @@ async fn two_admins_demoting_each_other_leave_one_admin(ctx: &TestContext) {
 /// Instances starting together on a fresh database all migrate successfully.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_migrations_on_a_fresh_database() {
-    use voiceplane_storage::{DatabaseOptions, SeaRepository};
-    let path = std::env::temp_dir().join(format!("voiceplane-migrate-{}.db", std::process::id()));
-    let mut targets = vec![DatabaseOptions::new(format!(
-        "sqlite://{}?mode=rwc",
-        path.display()
-    ))];
-    if let Ok(url) = std::env::var(voiceplane_suite::POSTGRES_URL_VAR) {
-        let mut pg = DatabaseOptions::new(url);
-        pg.schema = Some(format!(
-            "vpt_{}_migrate{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs(),
-            std::process::id()
-        ));
-        targets.push(pg);
-    }
-    for options in targets {
+    use voiceplane_storage::SeaRepository;
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let Some(ctx) =
+            TestContext::unmigrated(backend, "concurrent_migrations_on_a_fresh_database").await
+        else {
+            continue;
+        };
         let mut repos = Vec::new();
         for _ in 0..4 {
-            repos.push(SeaRepository::connect(&options).await.unwrap());
+            repos.push(
+                SeaRepository::connect(&ctx.database_options())
+                    .await
+                    .unwrap(),
+            );
         }
         let tasks: Vec<_> = repos
             .iter()
@@ -244,17 +236,10 @@ async fn concurrent_migrations_on_a_fresh_database() {
         voiceplane_core::repo::HealthRepository::ping(&repos[0])
             .await
             .unwrap();
-        if let Some(schema) = &options.schema {
-            use sea_orm::ConnectionTrait;
-            repos[0]
-                .connection()
-                .execute_unprepared(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-                .await
-                .unwrap();
+        for repo in repos {
+            let _ = repo.connection().clone().close().await;
         }
-    }
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        ctx.cleanup().await;
     }
 }
 

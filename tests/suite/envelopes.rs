@@ -1,5 +1,6 @@
 //! The shapes of answers: every route's `{success, data}` envelope with the documented
-//! fields, CRUD answers, and clear 4xx details for malformed requests.
+//! fields, CRUD answers, clear 4xx details for malformed requests and unknown routes, and a
+//! 500 that names nothing of the server.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -231,26 +232,73 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
     )
     .await;
     let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
-    // Unknown route and wrong method.
-    assert_eq!(c.get("/api/nothing-here").await.0, StatusCode::NOT_FOUND);
+    // Unknown routes name the method and path, never the query; only the API's answers
+    // forbid caching.
+    let resp = c
+        .request(Method::GET, "/api/nothing-here?x=secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["cache-control"], "no-store");
+    let (status, v) = read_json(resp).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(v["detail"], "no route for GET /api/nothing-here");
+    let resp = c
+        .request(Method::GET, "/nope?x=secret")
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.headers().get("cache-control").is_none());
+    let (status, v) = read_json(resp).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(v["detail"], "no route for GET /nope");
+    // A wrong method: the allowed ones, and the one refused.
     let resp = c
         .request(Method::DELETE, "/api/tools")
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert!(resp.headers().get("allow").is_some());
-    // Not JSON, invalid JSON, unknown field, missing field, wrong content type, too large.
-    let (status, _) = read_json(
+    assert_eq!(resp.headers()["allow"], "POST, GET, HEAD");
+    let (status, v) = read_json(resp).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(v["detail"].as_str().unwrap().contains("DELETE"), "{v}");
+    // No body, no Content-Type, invalid JSON, unknown field, missing field, wrong content
+    // type, too large.
+    let json_body = |body: &'static str| {
         c.request(Method::POST, "/api/agents")
             .header("content-type", "application/json")
-            .body("{nope")
+            .body(body)
+    };
+    let (status, v) = read_json(json_body("").send().await.unwrap()).await;
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"detail": "request body is required"})
+        )
+    );
+    let (status, v) = read_json(
+        c.request(Method::POST, "/api/agents")
+            .body(agent_body("x").to_string())
             .send()
             .await
             .unwrap(),
     )
     .await;
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            json!({"detail": "Content-Type must be application/json"})
+        )
+    );
+    let (status, v) = read_json(json_body("{nope").send().await.unwrap()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    let detail = v["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("request body is not valid JSON: "),
+        "{detail}"
+    );
     let mut body = agent_body("x");
     body["favourite_colour"] = json!("blue");
     let (status, v) = c.post("/api/agents", body).await;
@@ -272,13 +320,48 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
     )
     .await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    let (status, _) = c
+    // The knowledge base takes JSON or a multipart upload with its file, and says so.
+    let (status, v) = read_json(
+        c.request(Method::POST, "/api/knowledge-base")
+            .header("content-type", "text/plain")
+            .body("hello")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("multipart/form-data"),
+        "{v}"
+    );
+    let (status, v) = read_json(
+        c.request(Method::POST, "/api/knowledge-base")
+            .header("content-type", "multipart/form-data; boundary=x")
+            .body("--x--\r\n")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(v["detail"].as_str().unwrap().contains("`file`"), "{v}");
+    let (status, v) = c
         .post(
             "/api/knowledge-base",
             json!({"name": "big", "text": "x".repeat(10_000)}),
         )
         .await;
-    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            json!({"detail": "request body exceeds the limit of 4096 bytes"})
+        )
+    );
     let (status, _) = c.post("/api/agents", json!({"agent_name": "x", "language": "en", "stt_provider": "s", "tts_provider": "provider_9", "tts_voice": "v", "llm_provider": "l", "llm_model": "m"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     // Duplicate pending invitation: 409.
@@ -294,6 +377,52 @@ async fn malformed_requests_get_clear_4xx(ctx: &TestContext) {
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // None of the refused requests stored anything.
+    for list in ["/api/agents", "/api/knowledge-base"] {
+        let (status, v) = c.get(list).await;
+        assert_eq!((status, &v["data"]), (StatusCode::OK, &json!([])), "{list}");
+    }
+    server.stop().await;
+}
+
+/// A stored row the repository cannot read is a 500 that says no more: what the repository
+/// says about it (here a value that looks like a database URL with its password) stays in
+/// the log.
+async fn an_unreadable_row_is_a_500_that_names_nothing(ctx: &TestContext) {
+    use sea_orm::ConnectionTrait;
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Acme").await;
+    let agent = c.create("/api/agents", agent_body("Receptionist")).await;
+    let path = format!("/api/agents/{}", agent["agent_id"].as_str().unwrap());
+    // Not read before the damage: a read would keep the agent in the instance's cache, which
+    // on Postgres learns of a change made past the repository only when its notification
+    // arrives.
+    ctx.repo
+        .connection()
+        .execute_unprepared(&format!(
+            "UPDATE agents SET tts_provider = 'postgres://voice:hunter2@db/voice' \
+             WHERE agent_id = '{}'",
+            agent["agent_id"].as_str().unwrap()
+        ))
+        .await
+        .unwrap();
+    let (status, v) = c.get(&path).await;
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"detail": "internal server error"})
+        )
+    );
+    // An unknown id of the right kind is a 404 naming it.
+    let (status, v) = c.get("/api/agents/agent_0123456789abcdef").await;
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "agent agent_0123456789abcdef not found"})
+        )
+    );
     server.stop().await;
 }
 
@@ -301,4 +430,5 @@ db_tests!(
     every_route_answers_with_the_spec_shapes,
     crud_routes_answer_with_envelopes,
     malformed_requests_get_clear_4xx,
+    an_unreadable_row_is_a_500_that_names_nothing,
 );

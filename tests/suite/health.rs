@@ -1,5 +1,5 @@
 //! `/healthz` and `/readyz`: answered without credentials, and a database that is down is a
-//! 503 with a plain detail.
+//! 503 with a plain detail from readiness and from the API, while liveness still answers.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -8,10 +8,13 @@ use voiceplane_suite::*;
 async fn health_endpoints_need_no_credentials(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
     let http = http_client();
-    let (status, v) = read_json(http.get(server.url("/healthz")).send().await.unwrap()).await;
+    let resp = http.get(server.url("/healthz")).send().await.unwrap();
+    // Probes are not API answers: nothing forbids caching them.
+    assert!(resp.headers().get("cache-control").is_none());
+    let (status, v) = read_json(resp).await;
     assert_eq!((status, v), (StatusCode::OK, json!({"status": "ok"})));
-    let (status, _) = read_json(http.get(server.url("/readyz")).send().await.unwrap()).await;
-    assert_eq!(status, StatusCode::OK);
+    let (status, v) = read_json(http.get(server.url("/readyz")).send().await.unwrap()).await;
+    assert_eq!((status, v), (StatusCode::OK, json!({"status": "ready"})));
     server.stop().await;
 }
 
@@ -31,7 +34,23 @@ async fn database_down_is_503_with_a_plain_detail(ctx: &TestContext) {
         "every 503 says when to retry"
     );
     let (status, v) = read_json(resp).await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    assert_eq!(
+        (status, v),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"detail": "the database is unavailable"})
+        )
+    );
+    // Liveness does not depend on the database: the process is fine, only not ready.
+    let (status, _) = read_json(
+        http_client()
+            .get(server.url("/healthz"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
     let resp = c
         .request(reqwest::Method::GET, "/api/calls")
         .send()

@@ -78,6 +78,10 @@ async fn bad_list_parameters_are_400(ctx: &TestContext) {
             assert_eq!(status, StatusCode::BAD_REQUEST, "{path}?{q}: {v}");
         }
     }
+    let (_, v) = c.get("/api/calls?limit=abc").await;
+    assert_eq!(v["detail"], "limit must be an integer between 1 and 100");
+    // A parameter a list does not know is not an error.
+    assert_eq!(c.get("/api/calls?foo=bar").await.0, StatusCode::OK);
     server.stop().await;
 }
 

@@ -20,39 +20,26 @@ use voiceplane_suite::{
 const LIMIT: u64 = 1024 * 1024;
 const TO: &str = "+14155550123";
 
-/// The stores to run on: memory and a temporary folder always, S3 when configured.
-fn stores() -> Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> {
-    let dir = std::env::temp_dir().join(format!("voiceplane-blobs-{}", rand_hex()));
-    let mut stores: Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> = vec![
+/// The stores to run on: memory and the test's folder always, S3 when configured.
+fn stores(ctx: &TestContext) -> Vec<(&'static str, Arc<dyn BlobStore>)> {
+    let root = ctx.folder().join("blobs");
+    let mut stores: Vec<(&'static str, Arc<dyn BlobStore>)> = vec![
         (
             "memory",
             Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap()),
-            None,
         ),
         (
             "fs",
-            Arc::new(OpendalBlobStore::new(BlobConfig::Fs { root: dir.clone() }).unwrap()),
-            Some(dir),
+            Arc::new(OpendalBlobStore::new(BlobConfig::Fs { root }).unwrap()),
         ),
     ];
     if let Some(s3) = s3_from_env("the S3 store") {
         stores.push((
             "s3",
             Arc::new(OpendalBlobStore::new(BlobConfig::S3(s3)).unwrap()),
-            None,
         ));
     }
     stores
-}
-
-fn rand_hex() -> String {
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    )
 }
 
 /// Deterministic, non-repeating-looking audio bytes.
@@ -438,11 +425,8 @@ fn tokio_stream(
 }
 
 async fn recordings_on_every_store(ctx: &TestContext) {
-    for (name, store, dir) in stores() {
+    for (name, store) in stores(ctx) {
         on_store(ctx, name, store).await;
-        if let Some(dir) = dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 

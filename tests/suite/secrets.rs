@@ -50,7 +50,7 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
         .await;
     let validator = telephony(&provider.uri());
     // Files go to a folder of the `fs` backend, whose path must never be shown.
-    let root = std::env::temp_dir().join(format!("voiceplane-secrets-{}", rand::random::<u64>()));
+    let root = ctx.folder().join("blobs");
     let blobs = Arc::new(
         OpendalBlobStore::new(BlobConfig::Fs { root: root.clone() }).expect("fs store opens"),
     );
@@ -231,7 +231,6 @@ async fn scenario(ctx: &TestContext, bodies: &mut Bodies) {
     );
     record(c.get(&format!("/api/calls/{sid}/recording/stream")).await.1);
     server.stop().await;
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

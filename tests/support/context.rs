@@ -1,9 +1,10 @@
-//! Each test's database, service and clock: [`TestContext`] (a temporary SQLite file, or a
-//! fresh schema on the Postgres server named by `VOICEPLANE_TEST_POSTGRES_URL`), the
+//! Each test's database, folder, service and clock: [`TestContext`] (a temporary folder, and a
+//! SQLite file in it or a fresh schema on the Postgres server named by
+//! `VOICEPLANE_TEST_POSTGRES_URL`), the
 //! [`TestClock`] its service reads, signed bearer tokens ([`jwt_for`]), and [`db_tests!`],
 //! which runs one test body on both databases.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -79,7 +80,7 @@ pub enum Backend {
     Postgres,
 }
 
-/// One test's database, service and clock.
+/// One test's database, folder, service and clock.
 pub struct TestContext {
     /// Which database this is.
     pub backend: Backend,
@@ -89,12 +90,16 @@ pub struct TestContext {
     pub service: Arc<Service>,
     /// The clock the service reads.
     pub clock: Arc<TestClock>,
-    cleanup: Cleanup,
+    folder: PathBuf,
+    database: Database,
 }
 
-enum Cleanup {
-    File(PathBuf),
-    Schema { url: String, schema: String },
+/// Where a context's database is; what [`TestContext::cleanup`] removes.
+enum Database {
+    /// A file in the context's folder.
+    Sqlite(PathBuf),
+    /// A schema of its own on the Postgres test server.
+    Postgres { url: String, schema: String },
 }
 
 fn random_hex(n: usize) -> String {
@@ -111,134 +116,164 @@ fn unix_secs() -> u64 {
         .unwrap_or(0)
 }
 
-impl TestContext {
-    async fn with_repo(backend: Backend, repo: SeaRepository, cleanup: Cleanup) -> Self {
-        repo.migrate()
-            .await
-            .expect("migrations apply to a fresh database");
-        let clock = Arc::new(TestClock::new());
-        let jwt = JwtVerifier::new(&JwtSettings {
-            hs256_secret: Some(JWT_SECRET.to_owned()),
-            ..Default::default()
-        })
-        .expect("test JWT settings are valid");
-        let service = Service::new(Arc::new(repo.clone()))
-            .with_clock(clock.clone())
-            .with_jwt(jwt)
-            .with_cipher(voiceplane_core::crypto::CredentialCipher::new(&MASTER_KEY));
-        Self {
-            backend,
-            repo,
-            service: Arc::new(service),
-            clock,
-            cleanup,
+impl Database {
+    fn options(&self) -> DatabaseOptions {
+        match self {
+            Self::Sqlite(path) => {
+                DatabaseOptions::new(format!("sqlite://{}?mode=rwc", path.display()))
+            }
+            Self::Postgres { url, schema } => DatabaseOptions {
+                schema: Some(schema.clone()),
+                max_connections: Some(8),
+                ..DatabaseOptions::new(url.clone())
+            },
         }
     }
+}
 
-    /// A context on a new temporary SQLite file.
+impl TestContext {
+    /// A context on a new temporary SQLite file, migrated.
     pub async fn sqlite() -> Self {
-        let path = std::env::temp_dir().join(format!("voiceplane-test-{}.db", random_hex(16)));
-        let url = format!("sqlite://{}?mode=rwc", path.display());
-        let repo = SeaRepository::connect(&DatabaseOptions::new(url))
+        Self::open(Backend::Sqlite, "")
             .await
-            .expect("temporary SQLite database opens");
-        Self::with_repo(Backend::Sqlite, repo, Cleanup::File(path)).await
+            .expect("SQLite needs no server")
+            .migrated()
+            .await
     }
 
-    /// A context on a fresh schema of the Postgres test server, or `None` (after saying so)
-    /// when [`POSTGRES_URL_VAR`] is not set.
+    /// A context on a fresh schema of the Postgres test server, migrated, or `None` (after
+    /// saying so) when [`POSTGRES_URL_VAR`] is not set.
     pub async fn postgres(test: &str) -> Option<Self> {
-        let Ok(url) = std::env::var(POSTGRES_URL_VAR) else {
-            if std::env::var(REQUIRE_POSTGRES_VAR).as_deref() == Ok("1") {
-                panic!("{POSTGRES_URL_VAR} is not set but {REQUIRE_POSTGRES_VAR}=1");
-            }
-            eprintln!("SKIPPED {test} on Postgres: {POSTGRES_URL_VAR} is not set");
-            return None;
+        Some(Self::open(Backend::Postgres, test).await?.migrated().await)
+    }
+
+    /// A context on `backend` whose database has no tables yet, for tests of migrating it;
+    /// `None` as for [`postgres`](Self::postgres).
+    pub async fn unmigrated(backend: Backend, test: &str) -> Option<Self> {
+        Self::open(backend, test).await
+    }
+
+    async fn migrated(self) -> Self {
+        self.repo
+            .migrate()
+            .await
+            .expect("migrations apply to a fresh database");
+        self
+    }
+
+    async fn open(backend: Backend, test: &str) -> Option<Self> {
+        let postgres_url = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => match std::env::var(POSTGRES_URL_VAR) {
+                Ok(url) => Some(url),
+                Err(_) if std::env::var(REQUIRE_POSTGRES_VAR).as_deref() == Ok("1") => {
+                    panic!("{POSTGRES_URL_VAR} is not set but {REQUIRE_POSTGRES_VAR}=1")
+                }
+                Err(_) => {
+                    eprintln!("SKIPPED {test} on Postgres: {POSTGRES_URL_VAR} is not set");
+                    return None;
+                }
+            },
         };
-        sweep_stale_schemas(&url).await;
-        let schema = format!("vpt_{}_{}", unix_secs(), random_hex(12));
-        let repo = SeaRepository::connect(&DatabaseOptions {
-            url: url.clone(),
-            schema: Some(schema.clone()),
-            max_connections: Some(8),
-            ..DatabaseOptions::new(url.clone())
+        let folder = std::env::temp_dir().join(format!("voiceplane-test-{}", random_hex(16)));
+        std::fs::create_dir_all(&folder).expect("the test's folder is created");
+        let database = match postgres_url {
+            None => Database::Sqlite(folder.join("test.db")),
+            Some(url) => {
+                sweep_stale_schemas(&url).await;
+                let schema = format!("vpt_{}_{}", unix_secs(), random_hex(12));
+                Database::Postgres { url, schema }
+            }
+        };
+        let repo = SeaRepository::connect(&database.options())
+            .await
+            .expect("the test database opens");
+        let clock = Arc::new(TestClock::new());
+        let service = Arc::new(test_service(repo.clone(), clock.clone()));
+        Some(Self {
+            backend,
+            repo,
+            service,
+            clock,
+            folder,
+            database,
         })
-        .await
-        .expect("Postgres test server is reachable");
-        Some(Self::with_repo(Backend::Postgres, repo, Cleanup::Schema { url, schema }).await)
+    }
+
+    /// This test's own empty folder, removed by [`cleanup`](Self::cleanup): for file stores
+    /// and for the working directory of a process the test starts. (A SQLite database file
+    /// lives in it too, as `test.db`.)
+    pub fn folder(&self) -> &Path {
+        &self.folder
     }
 
     /// The database file, on SQLite.
-    pub fn sqlite_file(&self) -> Option<&std::path::Path> {
-        match &self.cleanup {
-            Cleanup::File(path) => Some(path),
-            Cleanup::Schema { .. } => None,
+    pub fn sqlite_file(&self) -> Option<&Path> {
+        match &self.database {
+            Database::Sqlite(path) => Some(path),
+            Database::Postgres { .. } => None,
         }
     }
 
-    /// Removes the database file or schema. Tests that panic leave theirs behind; the next
-    /// Postgres test sweeps schemas older than an hour.
-    pub async fn cleanup(self) {
-        let Self { repo, cleanup, .. } = self;
-        let _ = repo.connection().clone().close().await;
-        match cleanup {
-            Cleanup::File(path) => {
-                for suffix in ["", "-wal", "-shm"] {
-                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-                }
-            }
-            Cleanup::Schema { url, schema } => {
-                if let Ok(admin) = SeaRepository::connect(&DatabaseOptions::new(url)).await {
-                    let _ = admin
-                        .connection()
-                        .execute_unprepared(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-                        .await;
-                    let _ = admin.connection().clone().close().await;
-                }
+    /// How to open another connection pool to this test's database.
+    pub fn database_options(&self) -> DatabaseOptions {
+        self.database.options()
+    }
+
+    /// A URL that reaches this test's database from another process (the binary's
+    /// `database.url`): on Postgres it names the test's schema as the connection's
+    /// `search_path`.
+    pub fn database_url(&self) -> String {
+        match &self.database {
+            Database::Sqlite(_) => self.database.options().url,
+            Database::Postgres { url, schema } => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{separator}options[search_path]={schema}")
             }
         }
+    }
+
+    /// Removes the folder and the database schema. Tests that panic leave theirs behind; the
+    /// next Postgres test sweeps schemas older than an hour.
+    pub async fn cleanup(self) {
+        let Self {
+            repo,
+            folder,
+            database,
+            ..
+        } = self;
+        let _ = repo.connection().clone().close().await;
+        if let Database::Postgres { url, schema } = database
+            && let Ok(admin) = SeaRepository::connect(&DatabaseOptions::new(url)).await
+        {
+            let _ = admin
+                .connection()
+                .execute_unprepared(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await;
+            let _ = admin.connection().clone().close().await;
+        }
+        let _ = std::fs::remove_dir_all(folder);
     }
 
     /// What names this test's database and must never reach a response: the URL, and the
     /// SQLite file's path or the Postgres schema.
     pub fn database_names(&self) -> Vec<String> {
-        match &self.cleanup {
-            Cleanup::File(path) => vec![
+        match &self.database {
+            Database::Sqlite(path) => vec![
                 format!("sqlite://{}", path.display()),
                 path.display().to_string(),
             ],
-            Cleanup::Schema { url, schema } => vec![url.clone(), schema.clone()],
+            Database::Postgres { url, schema } => vec![url.clone(), schema.clone()],
         }
     }
 
     /// The service of a second instance on the same database: its own connection pool, with
     /// the same clock, JWT settings and master key, as another process would have.
     pub async fn another_instance(&self) -> Arc<Service> {
-        let options = match &self.cleanup {
-            Cleanup::File(path) => {
-                DatabaseOptions::new(format!("sqlite://{}?mode=rwc", path.display()))
-            }
-            Cleanup::Schema { url, schema } => DatabaseOptions {
-                url: url.clone(),
-                schema: Some(schema.clone()),
-                max_connections: Some(8),
-                ..DatabaseOptions::new(url.clone())
-            },
-        };
-        let repo = SeaRepository::connect(&options)
+        let repo = SeaRepository::connect(&self.database_options())
             .await
             .expect("a second connection to the test database opens");
-        let jwt = JwtVerifier::new(&JwtSettings {
-            hs256_secret: Some(JWT_SECRET.to_owned()),
-            ..Default::default()
-        })
-        .expect("test JWT settings are valid");
-        Arc::new(
-            Service::new(Arc::new(repo))
-                .with_clock(self.clock.clone())
-                .with_jwt(jwt)
-                .with_cipher(voiceplane_core::crypto::CredentialCipher::new(&MASTER_KEY)),
-        )
+        Arc::new(test_service(repo, self.clock.clone()))
     }
 
     /// Creates an organization with an admin; returns what `bootstrap` prints.
@@ -264,6 +299,20 @@ impl TestContext {
             .await
             .expect("the key authenticates")
     }
+}
+
+/// A service on `repo` as the tests configure it: `clock`, HS256 JWTs signed with
+/// [`JWT_SECRET`], credentials encrypted with [`MASTER_KEY`].
+fn test_service(repo: SeaRepository, clock: Arc<TestClock>) -> Service {
+    let jwt = JwtVerifier::new(&JwtSettings {
+        hs256_secret: Some(JWT_SECRET.to_owned()),
+        ..Default::default()
+    })
+    .expect("test JWT settings are valid");
+    Service::new(Arc::new(repo))
+        .with_clock(clock)
+        .with_jwt(jwt)
+        .with_cipher(voiceplane_core::crypto::CredentialCipher::new(&MASTER_KEY))
 }
 
 /// Drops `vpt_*` schemas created more than an hour ago (left by crashed tests).

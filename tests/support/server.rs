@@ -80,11 +80,30 @@ impl TestServer {
         format!("{}{path}", self.base)
     }
 
-    /// Stops accepting, lets in-flight requests finish, and waits for the server to return.
-    pub async fn stop(mut self) {
+    /// The address it listens on, for tests that speak raw TCP.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.base
+            .trim_start_matches("http://")
+            .parse()
+            .expect("base is http://IP:PORT")
+    }
+
+    /// Starts shutting down without waiting: the listener closes, idle connections close, and
+    /// requests in flight go on. [`stop`](Self::stop) waits for the server to return.
+    pub fn shut_down(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+
+    /// Whether the server has returned (after [`shut_down`](Self::shut_down)).
+    pub fn has_returned(&self) -> bool {
+        self.task.as_ref().is_none_or(|task| task.is_finished())
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and waits for the server to return.
+    pub async fn stop(mut self) {
+        self.shut_down();
         if let Some(task) = self.task.take() {
             task.await
                 .expect("server task")

@@ -1,7 +1,7 @@
 //! The operations, one module per area and, in each, one declared [`Operation`] beside the
 //! `async fn` that handles it. A handler is named after the `Service` method it calls
 //! (`agent_view`, `tool_list`, …); its parameters say what it reads (the path captures, then a
-//! tuple of [`FromRequest`](crate::endpoint::FromRequest) inputs in the order they are
+//! tuple of `FromRequest` inputs (`endpoint.rs`) in the order they are
 //! checked) and its return type what it answers, and the OpenAPI document is described from
 //! those same types.
 //!

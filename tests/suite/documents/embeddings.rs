@@ -2,7 +2,7 @@
 //! stored, search blended with them, and an outage that ends in a lexical index.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -139,14 +139,9 @@ async fn an_embeddings_outage_completes_lexically_and_reprocess_adds_vectors(ctx
         .mount(&upstream)
         .await;
     let kb = Kb::start(ctx, Some(embedder(&upstream.uri()))).await;
-    let started = Instant::now();
     let id = Kb::text(&kb.c, "Zoo", "The otter enclosure opens at ten.").await;
+    // Within `settled`'s deadline: the outage costs a few quick retries, not a long wait.
     let doc = kb.settled(&id).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        started.elapsed()
-    );
     assert_eq!(doc["processing_status"], "completed", "{doc}");
     assert_eq!(doc["vector_count"], 0);
     assert!(

@@ -26,23 +26,17 @@ use voiceplane_suite::{
 
 pub(super) const DAY: i64 = 86_400;
 
-/// The fs store in a fresh folder always, and S3 when configured.
-fn stores() -> Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("voiceplane-lifecycle-{nanos:x}"));
-    let mut stores: Vec<(&'static str, Arc<dyn BlobStore>, Option<std::path::PathBuf>)> = vec![(
+/// The fs store in the test's folder always, and S3 when configured.
+fn stores(ctx: &TestContext) -> Vec<(&'static str, Arc<dyn BlobStore>)> {
+    let root = ctx.folder().join("blobs");
+    let mut stores: Vec<(&'static str, Arc<dyn BlobStore>)> = vec![(
         "fs",
-        Arc::new(OpendalBlobStore::new(BlobConfig::Fs { root: dir.clone() }).unwrap()),
-        Some(dir),
+        Arc::new(OpendalBlobStore::new(BlobConfig::Fs { root }).unwrap()),
     )];
     if let Some(s3) = s3_from_env("the S3 store") {
         stores.push((
             "s3",
             Arc::new(OpendalBlobStore::new(BlobConfig::S3(s3)).unwrap()),
-            None,
         ));
     }
     stores
@@ -317,11 +311,8 @@ async fn delete_on_store(ctx: &TestContext, name: &str, store: Arc<dyn BlobStore
 }
 
 async fn deleting_calls_and_recordings(ctx: &TestContext) {
-    for (name, store, dir) in stores() {
+    for (name, store) in stores(ctx) {
         delete_on_store(ctx, name, store).await;
-        if let Some(dir) = dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 

@@ -1,5 +1,10 @@
 //! Calls: recording, viewing and updating them, and walking every call with the cursor,
-//! through `Service` and over HTTP.
+//! through `Service` and over HTTP (this file); calls as data, filtered, searched, counted and
+//! transcribed (`query`); and deleting them, their recordings and what retention sweeps
+//! (`lifecycle`).
+
+mod lifecycle;
+mod query;
 
 use std::collections::HashSet;
 

@@ -1,7 +1,10 @@
-//! Knowledge-base processing through the HTTP API, with a job runner beside the server: each
-//! type extracted and chunked, failures that end `failed`, embeddings from a fake
-//! OpenAI-compatible upstream, reprocessing, crashes, and search.
+//! Knowledge-base documents (`/api/knowledge-base`): created, viewed, updated and deleted
+//! through `Service` (`crud`); and processed through the HTTP API with a job runner beside the
+//! server: each type extracted and chunked, failures that end `failed` (`processing`),
+//! embeddings from a fake OpenAI-compatible upstream (`embeddings`), reprocessing, crashes,
+//! and search (`search`). This file holds what the processing modules share.
 
+mod crud;
 mod embeddings;
 mod processing;
 mod search;

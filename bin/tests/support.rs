@@ -1,24 +1,34 @@
-//! What the binary's end-to-end tests share: a temporary working folder, the binary with a
-//! clean environment, and a spawned `serve` with its log lines.
-
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+//! What the binary's end-to-end tests share: a test's context (its folder is the binary's
+//! working directory) with a runtime for the test's async parts, the binary with a clean
+//! environment, and a spawned `serve` with its log lines.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use voiceplane_suite::TestContext;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_voiceplane");
 
-pub fn temp_dir() -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+/// A runtime for the test's async parts (its clients, fake upstreams and proxies), and the
+/// test's context on SQLite. The binary runs in [`TestContext::folder`], on its embedded
+/// default there unless the test points it at [`TestContext::database_url`]; the test ends
+/// with `rt.block_on(ctx.cleanup())`, which removes the folder.
+pub fn context() -> (tokio::runtime::Runtime, TestContext) {
+    let rt = runtime();
+    let ctx = rt.block_on(TestContext::sqlite());
+    (rt, ctx)
+}
+
+/// A multi-threaded runtime, with the crypto provider reqwest needs installed.
+pub fn runtime() -> tokio::runtime::Runtime {
+    voiceplane_clients::install_crypto_provider();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
         .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("voiceplane-e2e-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The binary with a clean environment except for what the test sets, run in `dir`.
