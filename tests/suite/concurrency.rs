@@ -105,6 +105,7 @@ async fn integration_delete_never_orphans_a_number(ctx: &TestContext) {
             .service
             .phone_number_list(
                 &admin,
+                &Default::default(),
                 &PageParams {
                     limit: Some(100),
                     cursor: None,

@@ -182,7 +182,7 @@ async fn phone_assignment_stays_consistent_both_ways(ctx: &TestContext) {
 
     let page = ctx
         .service
-        .phone_number_list(&admin, &PageParams::default())
+        .phone_number_list(&admin, &Default::default(), &PageParams::default())
         .await
         .unwrap();
     assert_eq!(page.items.len(), 3);
@@ -192,7 +192,71 @@ async fn phone_assignment_stays_consistent_both_ways(ctx: &TestContext) {
     );
 }
 
+/// `GET /api/phone-numbers?agent_id=` keeps the numbers of that agent: none for an agent with
+/// none or of another organization, 400 for something that is no agent id, and every page
+/// of a filtered list holds only that agent's numbers.
+async fn numbers_are_listed_by_agent(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Numbers").await;
+    let other = ApiCaller::bootstrap(ctx, &server, "Elsewhere").await;
+    let agent = c.create("/api/agents", agent_body("Desk")).await["agent_id"].clone();
+    let idle = c.create("/api/agents", agent_body("Idle")).await["agent_id"].clone();
+    let foreign = other.create("/api/agents", agent_body("Theirs")).await["agent_id"].clone();
+    let mut assigned = Vec::new();
+    for i in 0..3 {
+        let mut body = phone_number_body(&format!("+4420718387{i:02}"));
+        body["assigned_agent_id"] = agent.clone();
+        assigned.push(c.create("/api/phone-numbers", body).await["phone_number_id"].clone());
+    }
+    c.create("/api/phone-numbers", phone_number_body("+442071838799"))
+        .await;
+    let mut body = phone_number_body("+442071838798");
+    body["assigned_agent_id"] = foreign.clone();
+    other.create("/api/phone-numbers", body).await;
+
+    let ids = |page: &serde_json::Value| -> Vec<serde_json::Value> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["phone_number_id"].clone())
+            .collect()
+    };
+    let agent_id = agent.as_str().unwrap();
+    let (status, first) = c
+        .get(&format!("/api/phone-numbers?agent_id={agent_id}&limit=2"))
+        .await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(ids(&first), vec![assigned[2].clone(), assigned[1].clone()]);
+    let cursor = first["pagination"]["next_cursor"].as_str().unwrap();
+    let (_, second) = c
+        .get(&format!(
+            "/api/phone-numbers?agent_id={agent_id}&limit=2&cursor={cursor}"
+        ))
+        .await;
+    assert_eq!(ids(&second), vec![assigned[0].clone()]);
+    assert_eq!(second["pagination"]["has_more"], false);
+
+    let (_, all) = c.get("/api/phone-numbers").await;
+    assert_eq!(ids(&all).len(), 4);
+    for agent in [&idle, &foreign] {
+        let (status, none) = c
+            .get(&format!(
+                "/api/phone-numbers?agent_id={}",
+                agent.as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(ids(&none), Vec::<serde_json::Value>::new());
+    }
+    let (status, err) = c.get("/api/phone-numbers?agent_id=tool_1").await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err["detail"].as_str().unwrap().contains("agent"), "{err}");
+    server.stop().await;
+}
+
 db_tests!(
     phone_numbers_are_unique_per_organization,
     phone_assignment_stays_consistent_both_ways,
+    numbers_are_listed_by_agent,
 );

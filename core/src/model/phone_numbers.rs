@@ -15,6 +15,14 @@ pub enum PhoneNumberStatus {
     Unassigned,
 }
 
+/// The filters of `GET /api/phone-numbers`, beside the page parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct PhoneNumberFilter {
+    /// Only the numbers assigned to this agent (`agent_…`).
+    pub agent_id: Option<String>,
+}
+
 /// A phone number.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::Change;
 use crate::error::Result;
-use crate::model::{Event, EventStamp, PhoneNumber};
+use crate::model::{Event, EventStamp, PhoneNumber, PhoneNumberFilter};
 use crate::page::PageQuery;
 
 /// Phone numbers. Inserts and updates check, inside their transaction, that the assigned agent
@@ -20,10 +20,11 @@ pub trait PhoneNumberRepository: Send + Sync {
         organization_id: &str,
         phone_number_id: &str,
     ) -> Result<Option<PhoneNumber>>;
-    /// Up to `page.fetch()` numbers after the cursor, newest first.
+    /// Up to `page.fetch()` numbers the filter keeps after the cursor, newest first.
     async fn phone_number_list(
         &self,
         organization_id: &str,
+        filter: &PhoneNumberFilter,
         page: &PageQuery,
     ) -> Result<Vec<PhoneNumber>>;
     /// Applies `change` to the number (its references checked inside the write) and records

@@ -5,8 +5,8 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
-    EventType, Integration, NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberStatus,
-    PhoneNumberUpdate,
+    EventType, Integration, NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberFilter,
+    PhoneNumberStatus, PhoneNumberUpdate,
 };
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
@@ -120,17 +120,26 @@ impl Service {
             .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
     }
 
-    /// The organization's phone numbers, newest first.
+    /// The organization's phone numbers, newest first; with `agent_id`, only that agent's
+    /// (none for an agent of another organization or no agent at all).
     pub async fn phone_number_list(
         &self,
         actor: &Actor,
+        filter: &PhoneNumberFilter,
         params: &PageParams,
     ) -> Result<Page<PhoneNumber>> {
         actor.require(Permission::PhoneNumbersRead)?;
         let query = PageQuery::from_params(params, IdKind::PhoneNumber)?;
+        let filter = PhoneNumberFilter {
+            agent_id: filter
+                .agent_id
+                .as_deref()
+                .map(|id| IdKind::Agent.parse(id))
+                .transpose()?,
+        };
         let rows = self
             .repo
-            .phone_number_list(&actor.organization_id, &query)
+            .phone_number_list(&actor.organization_id, &filter, &query)
             .await?;
         Ok(Page::from_rows(rows, &query, |n| {
             cursor_of(n.created_at, &n.phone_number_id)

@@ -1,7 +1,9 @@
 //! `/api/phone-numbers`: phone numbers and the agents that answer them.
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberUpdate};
+use voiceplane_core::model::{
+    NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberFilter, PhoneNumberUpdate,
+};
 use voiceplane_core::page::{Page, PageParams};
 
 use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
@@ -42,15 +44,19 @@ async fn phone_number_create(
 const PHONE_NUMBER_LIST: Operation =
     Operation::get("/api/phone-numbers", handler!(phone_number_list)).doc(
         "List phone numbers",
-        "Lists phone numbers, newest first. Needs `phone_numbers:read` (every role).",
+        "Lists phone numbers, newest first; with `agent_id`, only the numbers assigned to that \
+         agent (400 for a malformed id). Needs `phone_numbers:read` (every role).",
     );
 
 async fn phone_number_list(
     cx: Cx,
     (): (),
-    (actor, Query(params)): (Actor, Query<PageParams>),
+    (actor, Query(filter), Query(params)): (Actor, Query<PhoneNumberFilter>, Query<PageParams>),
 ) -> Result<Page<PhoneNumber>, ApiError> {
-    Ok(cx.service().phone_number_list(&actor, &params).await?)
+    Ok(cx
+        .service()
+        .phone_number_list(&actor, &filter, &params)
+        .await?)
 }
 
 const PHONE_NUMBER_VIEW: Operation = Operation::get(

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
 };
-use voiceplane_core::model::{Event, EventStamp, PhoneNumber};
+use voiceplane_core::model::{Event, EventStamp, PhoneNumber, PhoneNumberFilter};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{Change, PhoneNumberRepository};
 use voiceplane_core::{Error, Result};
@@ -122,10 +122,14 @@ impl PhoneNumberRepository for SeaRepository {
     async fn phone_number_list(
         &self,
         organization_id: &str,
+        filter: &PhoneNumberFilter,
         page: &PageQuery,
     ) -> Result<Vec<PhoneNumber>> {
-        let select = phone_number::Entity::find()
+        let mut select = phone_number::Entity::find()
             .filter(phone_number::Column::OrganizationId.eq(organization_id));
+        if let Some(agent_id) = &filter.agent_id {
+            select = select.filter(phone_number::Column::AssignedAgentId.eq(agent_id.as_str()));
+        }
         all(
             &self.db,
             keyset(
