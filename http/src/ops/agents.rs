@@ -55,7 +55,7 @@ const AGENT_VIEW: Operation = Operation::get("/api/agents/{agent_id}", handler!(
     .doc(
         "Get an agent",
         "One agent with its tools, documents and phone numbers. Needs `agents:read` (every \
-     role).",
+         role).",
     );
 
 async fn agent_view(
@@ -71,8 +71,8 @@ const AGENT_UPDATE: Operation = Operation::patch("/api/agents/{agent_id}", handl
     .doc(
         "Update an agent",
         "Changes any field of an agent; the three id lists, when given, replace the current \
-     ones (numbers left out of `assigned_phone_number_ids` are unassigned). Needs \
-     `agents:write` (agent_manager or admin).",
+         ones (numbers left out of `assigned_phone_number_ids` are unassigned). Needs \
+         `agents:write` (agent_manager or admin).",
     );
 
 async fn agent_update(
@@ -90,7 +90,7 @@ const AGENT_DELETE: Operation = Operation::delete("/api/agents/{agent_id}", hand
     .doc(
         "Delete an agent",
         "Deletes an agent; its phone numbers become unassigned, and past calls keep its id and \
-     name. Needs `agents:write` (agent_manager or admin).",
+         name. Needs `agents:write` (agent_manager or admin).",
     );
 
 async fn agent_delete(

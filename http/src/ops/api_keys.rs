@@ -52,8 +52,8 @@ const API_KEY_VIEW: Operation = Operation::get("/api/api-keys/{key_id}", handler
     .doc(
         "Get an API key (never its secret)",
         "One API key of the organization as the list shows it, never its secret (the \
-     `Location` of a new key). 404 for an unknown key or one of another organization. \
-     Needs `api_keys:read` (every role).",
+         `Location` of a new key). 404 for an unknown key or one of another organization. \
+         Needs `api_keys:read` (every role).",
     );
 
 async fn api_key_view(
@@ -70,8 +70,8 @@ const API_KEY_REVOKE: Operation =
         .doc(
             "Revoke an API key",
             "Revokes a key: it stops authenticating at once and stays listed with `status` \
-     `revoked`. Needs `api_keys:write` (agent_manager or admin); a key whose role is above \
-     the caller's cannot be revoked (403).",
+             `revoked`. Needs `api_keys:write` (agent_manager or admin); a key whose role is above \
+             the caller's cannot be revoked (403).",
         );
 
 async fn api_key_revoke(

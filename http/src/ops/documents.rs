@@ -28,10 +28,10 @@ const DOCUMENT_CREATE: Operation =
     Operation::post("/api/knowledge-base", handler!(document_create)).doc(
         "Add a knowledge-base document: JSON text or an uploaded file",
         "Adds a knowledge-base document, either as JSON `{name, text}` or as \
-     `multipart/form-data` with a `file` part (streamed into object storage) and an \
-     optional `name` part. It answers at once with `processing_status` `pending`; \
-     extraction, chunking and embedding run afterwards. 413 over the upload limit. Needs \
-     `kb:write` (agent_manager or admin).",
+         `multipart/form-data` with a `file` part (streamed into object storage) and an \
+         optional `name` part. It answers at once with `processing_status` `pending`; \
+         extraction, chunking and embedding run afterwards. 413 over the upload limit. Needs \
+         `kb:write` (agent_manager or admin).",
     );
 
 async fn document_create(
@@ -151,8 +151,8 @@ const DOCUMENT_SEARCH: Operation =
     Operation::post("/api/knowledge-base/search", handler!(document_search)).doc(
         "Search the chunks of the organization's processed documents",
         "Searches the chunks of the organization's processed documents (optionally only \
-     `document_ids`), best first, blending word and meaning matches. Needs `kb:read` \
-     (every role).",
+         `document_ids`), best first, blending word and meaning matches. Needs `kb:read` \
+         (every role).",
     );
 
 async fn document_search(

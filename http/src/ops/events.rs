@@ -34,7 +34,7 @@ const EVENT_VIEW: Operation = Operation::get("/api/events/{event_id}", handler!(
     .doc(
         "Get an event",
         "One event: its type, time and the resource as it was. Needs `events:read` \
-     (agent_manager or admin).",
+         (agent_manager or admin).",
     );
 
 async fn event_view(

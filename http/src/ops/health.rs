@@ -42,7 +42,7 @@ const HEALTH_LIVE: Operation = Operation::get("/healthz", handler!(health_live))
     .doc(
         "The process is up",
         "Answers `{\"status\": \"ok\"}` while the process runs; it touches neither the \
-     database nor the object store. No credentials.",
+         database nor the object store. No credentials.",
     );
 
 /// The process is up; nothing else is checked, so a load balancer can tell a hung process
@@ -57,7 +57,7 @@ const HEALTH_READY: Operation = Operation::get("/readyz", handler!(health_ready)
     .doc(
         "The database and the object store answer",
         "Answers `{\"status\": \"ready\"}` when the database and the object store both answer, \
-     else 503 naming the one that does not. No credentials; meant for load balancers.",
+         else 503 naming the one that does not. No credentials; meant for load balancers.",
     );
 
 async fn health_ready(cx: Cx, (): (), (): ()) -> Result<Bare<Health<Ready>>, ApiError> {

@@ -27,9 +27,9 @@ const INTEGRATION_CREATE: Operation =
     Operation::post("/api/integrations", handler!(integration_create)).doc(
         "Store telephony credentials",
         "Stores a telephony provider's credentials: `{account_sid, auth_token}` for `twilio`, \
-     `{api_key}` for `telnyx`. They are encrypted at rest with `secrets.master_key` (503 \
-     when it is not set) and never returned; `status` starts `active`. Needs \
-     `integrations:write` (agent_manager or admin).",
+         `{api_key}` for `telnyx`. They are encrypted at rest with `secrets.master_key` (503 \
+         when it is not set) and never returned; `status` starts `active`. Needs \
+         `integrations:write` (agent_manager or admin).",
     );
 
 async fn integration_create(
@@ -45,7 +45,7 @@ const INTEGRATION_LIST: Operation = Operation::get("/api/integrations", handler!
     .doc(
         "List integrations",
         "Lists integrations, newest first, optionally only those of one `status`; never their \
-     credentials. Needs `integrations:read` (every role).",
+         credentials. Needs `integrations:read` (every role).",
     );
 
 async fn integration_list(

@@ -150,7 +150,7 @@ const MEMBER_LIST: Operation =
     Operation::get("/api/auth/organizations/members", handler!(member_list)).doc(
         "List members",
         "The organization's members, as `{\"members\": […]}`. Needs `members:read` (every \
-     role).",
+         role).",
     );
 
 async fn member_list(cx: Cx, (): (), (actor,): (Actor,)) -> Result<Bare<Members>, ApiError> {

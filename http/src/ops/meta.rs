@@ -17,7 +17,7 @@ const OPENAPI_DOCUMENT: Operation = Operation::get("/api/openapi.json", handler!
     .doc(
         "This OpenAPI 3.1 document",
         "This document, generated from the route table and the types that read and write the \
-     bodies. No credentials. Also printed by `voiceplane openapi`.",
+         bodies. No credentials. Also printed by `voiceplane openapi`.",
     );
 
 async fn openapi_document(cx: Cx, (): (), (): ()) -> Result<OpenApiDocument, ApiError> {

@@ -28,8 +28,8 @@ const PHONE_NUMBER_CREATE: Operation =
         .doc(
             "Add a phone number",
             "Adds an E.164 phone number, optionally tied to an integration and assigned to an \
-     agent. 409 when the organization already has it. Needs `phone_numbers:write` \
-     (agent_manager or admin).",
+             agent. 409 when the organization already has it. Needs `phone_numbers:write` \
+             (agent_manager or admin).",
         );
 
 async fn phone_number_create(

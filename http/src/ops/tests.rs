@@ -209,7 +209,7 @@ fn the_readme_table_is_generated_from_the_declarations() {
     assert!(
         readme[start..end] == table,
         "http/README.md's operations table differs from the declarations; run \
-     `VOICEPLANE_BLESS=1 cargo test -p voiceplane-http the_readme_table` to regenerate it"
+         `VOICEPLANE_BLESS=1 cargo test -p voiceplane-http the_readme_table` to regenerate it"
     );
 }
 

@@ -19,8 +19,8 @@ const TOOL_CREATE: Operation = Operation::post("/api/tools", handler!(tool_creat
     .doc(
         "Create a tool",
         "Creates a custom HTTP tool that agents can call: its URL, method, headers, JSON \
-     Schema of parameters and timeout. 409 when the organization already has a tool of \
-     that name. Needs `tools:write` (agent_manager or admin).",
+         Schema of parameters and timeout. 409 when the organization already has a tool of \
+         that name. Needs `tools:write` (agent_manager or admin).",
     );
 
 async fn tool_create(
@@ -51,7 +51,7 @@ const TOOL_VIEW: Operation = Operation::get("/api/tools/{tool_id}", handler!(too
     .doc(
         "Get a tool",
         "One tool in full: URL, method, headers, parameters and timeout. Needs `tools:read` \
-     (every role).",
+         (every role).",
     );
 
 async fn tool_view(
@@ -68,7 +68,7 @@ const TOOL_UPDATE: Operation = Operation::patch("/api/tools/{tool_id}", handler!
     .doc(
         "Update a tool",
         "Changes any field of a tool; 409 when renaming it to the name of another. Needs \
-     `tools:write` (agent_manager or admin).",
+         `tools:write` (agent_manager or admin).",
     );
 
 async fn tool_update(
@@ -86,7 +86,7 @@ const TOOL_DELETE: Operation = Operation::delete("/api/tools/{tool_id}", handler
     .doc(
         "Delete a tool",
         "Deletes a tool; agents that used it no longer list it. Needs `tools:write` \
-     (agent_manager or admin).",
+         (agent_manager or admin).",
     );
 
 async fn tool_delete(

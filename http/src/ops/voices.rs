@@ -22,8 +22,8 @@ const VOICE_SEARCH: Operation = Operation::get("/api/voices/search", handler!(vo
     .doc(
         "Search a provider's voices",
         "Searches the voices of `provider` (`provider_one` or `provider_two`) with its own \
-     cursor; no envelope. 502 when the provider fails, 503 when it has no API key \
-     configured, 400 when it says the input is wrong. Needs `voices:read` (every role).",
+         cursor; no envelope. 502 when the provider fails, 503 when it has no API key \
+         configured, 400 when it says the input is wrong. Needs `voices:read` (every role).",
     );
 
 async fn voice_search(

@@ -63,7 +63,7 @@ const WEBHOOK_VIEW: Operation =
         .doc(
             "Get a webhook endpoint",
             "One webhook endpoint, without its secret. Needs `webhooks:read` (agent_manager or \
-     admin).",
+             admin).",
         );
 
 async fn webhook_view(
@@ -80,7 +80,7 @@ const WEBHOOK_UPDATE: Operation =
         .doc(
             "Update a webhook endpoint",
             "Changes an endpoint's URL, event types, description or status; a `disabled` endpoint \
-     is sent nothing. Needs `webhooks:write` (agent_manager or admin).",
+             is sent nothing. Needs `webhooks:write` (agent_manager or admin).",
         );
 
 async fn webhook_update(
@@ -101,7 +101,7 @@ const WEBHOOK_DELETE: Operation =
         .doc(
             "Delete a webhook endpoint and its deliveries",
             "Deletes an endpoint and its deliveries. Needs `webhooks:write` (agent_manager or \
-     admin).",
+             admin).",
         );
 
 async fn webhook_delete(
@@ -139,7 +139,7 @@ const WEBHOOK_TEST: Operation =
     Operation::post("/api/webhooks/{webhook_id}/test", handler!(webhook_test)).doc(
         "Send a webhook.test event to this endpoint",
         "Queues a `webhook.test` event for this endpoint only and answers its pending \
-     delivery (202). Needs `webhooks:write` (agent_manager or admin).",
+         delivery (202). Needs `webhooks:write` (agent_manager or admin).",
     );
 
 async fn webhook_test(

@@ -107,7 +107,7 @@ const CALL_VIEW: Operation = Operation::get("/api/calls/{call_sid}", handler!(ca
     .doc(
         "Get a call",
         "One call with its agent, numbers, times, cost and recording state. Needs `calls:read` \
-     (every role).",
+         (every role).",
     );
 
 async fn call_view(
@@ -123,8 +123,8 @@ const CALL_UPDATE: Operation = Operation::patch("/api/calls/{call_sid}", handler
     .doc(
         "Update a call",
         "Changes a call's status, end reason, times, duration, cost, turn count or billing \
-     status; `duration_seconds` is computed from the times when not given. Records \
-     `call.updated`. Needs `calls:write` (agent_manager or admin).",
+         status; `duration_seconds` is computed from the times when not given. Records \
+         `call.updated`. Needs `calls:write` (agent_manager or admin).",
     );
 
 async fn call_update(
@@ -142,8 +142,8 @@ const CALL_DELETE: Operation = Operation::delete("/api/calls/{call_sid}", handle
     .doc(
         "Delete a call with its transcript and recording",
         "Deletes the call, its transcript and its recording in one transaction and records \
-     `call.deleted`; the recording's file is removed from the object store by a durable \
-     job shortly after. Needs `calls:write` (agent_manager or admin).",
+         `call.deleted`; the recording's file is removed from the object store by a durable \
+         job shortly after. Needs `calls:write` (agent_manager or admin).",
     );
 
 async fn call_delete(
