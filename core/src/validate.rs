@@ -33,6 +33,49 @@ pub fn e164(field: &str, value: &str) -> Result<String> {
     }
 }
 
+/// Where a call's media stream connects (`{url}/{call_sid}`): a `wss://` URL, or `ws://` to a
+/// loopback host (a runtime on the same machine), with no query string or fragment; returned
+/// without a trailing slash.
+pub fn runtime_stream_url(field: &str, value: &str) -> Result<String> {
+    let parsed = url::Url::parse(value.trim()).map_err(|_| {
+        Error::invalid(format!(
+            "{field} must be an absolute wss:// URL such as wss://runtime.example.com/media"
+        ))
+    })?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(Error::invalid(format!("{field} must name a host"))),
+    };
+    match parsed.scheme() {
+        "wss" => {}
+        "ws" if loopback => {}
+        "ws" => {
+            return Err(Error::invalid(format!(
+                "{field} must use wss://; ws:// is accepted only for a loopback host"
+            )));
+        }
+        _ => return Err(Error::invalid(format!("{field} must be a wss:// URL"))),
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(Error::invalid(format!(
+            "{field} must not have a query string or fragment: the call's id is appended to its path"
+        )));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(Error::invalid(format!(
+            "{field} must not carry credentials; the runtime authenticates with its own API key"
+        )));
+    }
+    if parsed.as_str().len() > 2048 {
+        return Err(Error::invalid(format!(
+            "{field} must be at most 2048 characters"
+        )));
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_owned())
+}
+
 /// A plausible e-mail address, returned lower case.
 pub fn email(field: &str, value: &str) -> Result<String> {
     let v = value.trim().to_lowercase();
@@ -84,5 +127,31 @@ mod tests {
         assert!(text("name", "  ", 10).is_err());
         assert!(text("name", "abcdefghijk", 10).is_err());
         assert!(number("t", f64::NAN, 0.0, 2.0).is_err());
+    }
+
+    #[test]
+    fn runtime_stream_urls() {
+        let ok = |v: &str| runtime_stream_url("runtime_stream_url", v);
+        assert_eq!(
+            ok(" wss://rt.example.com/media/ ").unwrap(),
+            "wss://rt.example.com/media"
+        );
+        assert_eq!(ok("ws://127.0.0.1:8765").unwrap(), "ws://127.0.0.1:8765");
+        assert_eq!(
+            ok("ws://localhost:8765/s").unwrap(),
+            "ws://localhost:8765/s"
+        );
+        assert_eq!(ok("ws://[::1]:8765").unwrap(), "ws://[::1]:8765");
+        for bad in [
+            "ws://rt.example.com/media",
+            "https://rt.example.com",
+            "wss://rt.example.com/media?token=1",
+            "wss://rt.example.com/media#x",
+            "wss://user:pw@rt.example.com",
+            "rt.example.com",
+        ] {
+            let err = ok(bad).unwrap_err().to_string();
+            assert!(err.starts_with("runtime_stream_url"), "{bad}: {err}");
+        }
     }
 }

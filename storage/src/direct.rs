@@ -435,6 +435,7 @@ pub(crate) static AGENT: Decoder<agent::Model> = decoder!(agent::Model {
     kb_document_ids,
     created_at,
     updated_at,
+    runtime_stream_url,
 });
 
 pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_number::Model {
@@ -449,6 +450,8 @@ pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_nu
     integration_id,
     created_at,
     updated_at,
+    provider_number_id,
+    connected_at,
 });
 
 pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {

@@ -14,6 +14,7 @@ pub mod organization {
         pub recording_retention_days: Option<i32>,
         pub transcript_retention_days: Option<i32>,
         pub call_retention_days: Option<i32>,
+        pub runtime_stream_url: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -250,6 +251,7 @@ pub mod agent {
         pub kb_document_ids: String,
         pub created_at: i64,
         pub updated_at: i64,
+        pub runtime_stream_url: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -309,6 +311,8 @@ pub mod phone_number {
         pub integration_id: Option<String>,
         pub created_at: i64,
         pub updated_at: i64,
+        pub provider_number_id: Option<String>,
+        pub connected_at: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

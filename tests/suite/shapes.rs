@@ -81,6 +81,8 @@ pub const AGENT_FIELDS: &[&str] = &[
     "custom_tools",
     "kb_document_ids",
     "assigned_phone_number_ids",
+    // DESIGN §18: where the agent's calls stream their media.
+    "runtime_stream_url",
     "created_at",
     "updated_at",
 ];
@@ -94,6 +96,9 @@ pub const PHONE_FIELDS: &[&str] = &[
     "supports_outbound",
     "assigned_agent_id",
     "integration_id",
+    // DESIGN §18: what connecting the number at its provider found.
+    "provider_number_id",
+    "connected_at",
     "created_at",
     "updated_at",
 ];

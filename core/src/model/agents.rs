@@ -59,6 +59,9 @@ pub struct Agent {
     pub kb_document_ids: Vec<String>,
     /// Ids of the phone numbers assigned to the agent (derived from the numbers themselves).
     pub assigned_phone_number_ids: Vec<String>,
+    /// Where this agent's calls stream their media (`{url}/{call_sid}`), instead of the
+    /// organization's `runtime_stream_url`; `null` uses the organization's.
+    pub runtime_stream_url: Option<String>,
     /// When it was created.
     pub created_at: Timestamp,
     /// Last change.
@@ -114,6 +117,10 @@ pub struct NewAgent {
     /// Phone number ids of this organization; they get assigned to the new agent.
     #[serde(default)]
     pub assigned_phone_number_ids: Vec<String>,
+    /// A `wss://` URL (`ws://` only to a loopback host) without query string, overriding the
+    /// organization's for this agent's calls.
+    #[serde(default)]
+    pub runtime_stream_url: Option<String>,
 }
 
 /// Body of `PATCH /api/agents/{agent_id}`: absent fields stay as they are; the three id lists
@@ -173,4 +180,7 @@ pub struct AgentUpdate {
     /// Replaces the assigned numbers: numbers left out are unassigned, new ones move here.
     #[serde(default)]
     pub assigned_phone_number_ids: Option<Vec<String>>,
+    /// New stream URL; `null` goes back to the organization's.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub runtime_stream_url: Option<Option<String>>,
 }

@@ -33,9 +33,10 @@ pub struct User {
 /// Longest retention period accepted, in days (a hundred years).
 pub const MAX_RETENTION_DAYS: i64 = 36_500;
 
-/// An organization's retention policy: how many days recordings, transcripts and calls are
-/// kept, counted from the call's `created_at`; `null` keeps them forever.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// An organization's settings: its retention policy (how many days recordings, transcripts and
+/// calls are kept, counted from the call's `created_at`; `null` keeps them forever) and where
+/// its calls' media streams go.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct OrganizationSettings {
     /// Days a call's recording is kept; `null` = forever.
@@ -44,6 +45,9 @@ pub struct OrganizationSettings {
     pub transcript_retention_days: Option<i64>,
     /// Days a call (with its transcript and recording) is kept; `null` = forever.
     pub call_retention_days: Option<i64>,
+    /// Where calls stream their media (`{url}/{call_sid}`) unless their agent says otherwise:
+    /// the user's voice runtime. `null` until set; calls cannot be placed or answered without.
+    pub runtime_stream_url: Option<String>,
 }
 
 impl OrganizationSettings {
@@ -70,4 +74,7 @@ pub struct OrganizationSettingsUpdate {
     /// Days, 1 to 36500, or `null`.
     #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
     pub call_retention_days: Option<Option<i64>>,
+    /// A `wss://` URL (`ws://` only to a loopback host) without query string, or `null`.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub runtime_stream_url: Option<Option<String>>,
 }

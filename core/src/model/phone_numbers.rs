@@ -46,6 +46,10 @@ pub struct PhoneNumber {
     pub assigned_agent_id: Option<String>,
     /// The integration whose account owns the number.
     pub integration_id: Option<String>,
+    /// The provider's id of the number (Twilio `PN…`, Telnyx's numeric id), once connected.
+    pub provider_number_id: Option<String>,
+    /// When `POST /api/phone-numbers/{id}/connect` last pointed the number at voiceplane.
+    pub connected_at: Option<Timestamp>,
     /// When it was created.
     pub created_at: Timestamp,
     /// Last change.

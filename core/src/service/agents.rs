@@ -80,8 +80,14 @@ impl Service {
             input.llm_temperature.unwrap_or(0.7),
             input.voicemail_response_delay.unwrap_or(0.0),
         )?;
+        let runtime_stream_url = input
+            .runtime_stream_url
+            .as_deref()
+            .map(|url| validate::runtime_stream_url("runtime_stream_url", url))
+            .transpose()?;
         let now = self.now();
         let agent = Agent {
+            runtime_stream_url,
             agent_id: self.id(IdKind::Agent),
             organization_id: actor.organization_id.clone(),
             agent_name: f.agent_name,
@@ -167,8 +173,20 @@ impl Service {
             .as_deref()
             .map(|ids| Self::check_ids(IdKind::PhoneNumber, "assigned_phone_number_ids", ids))
             .transpose()?;
+        let runtime_stream_url = input
+            .runtime_stream_url
+            .as_ref()
+            .map(|url| {
+                url.as_deref()
+                    .map(|url| validate::runtime_stream_url("runtime_stream_url", url))
+                    .transpose()
+            })
+            .transpose()?;
         let now = self.now();
         let change = Box::new(move |agent: &mut Agent| {
+            if let Some(url) = runtime_stream_url {
+                agent.runtime_stream_url = url;
+            }
             let f = AgentFields::check(
                 input.agent_name.as_deref().unwrap_or(&agent.agent_name),
                 input.language.as_deref().unwrap_or(&agent.language),

@@ -98,6 +98,8 @@ impl Service {
             supports_outbound: input.supports_outbound.unwrap_or(true),
             assigned_agent_id,
             integration_id: integration.map(|i| i.integration_id),
+            provider_number_id: None,
+            connected_at: None,
             created_at: now,
             updated_at: now,
         };

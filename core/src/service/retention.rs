@@ -18,6 +18,7 @@ use crate::model::{
 use crate::repo::{CallPart, CallRemoval};
 use crate::role::Permission;
 use crate::time::Timestamp;
+use crate::validate;
 
 /// The kind of the recurring job that applies every organization's retention policy.
 pub const RETENTION_SWEEP: &str = "retention.sweep";
@@ -141,7 +142,18 @@ impl Service {
                 )));
             }
         }
+        let runtime_stream_url = input
+            .runtime_stream_url
+            .map(|url| {
+                url.as_deref()
+                    .map(|url| validate::runtime_stream_url("runtime_stream_url", url))
+                    .transpose()
+            })
+            .transpose()?;
         let change = Box::new(move |settings: &mut OrganizationSettings| {
+            if let Some(url) = runtime_stream_url {
+                settings.runtime_stream_url = url;
+            }
             let slots = [
                 &mut settings.recording_retention_days,
                 &mut settings.transcript_retention_days,

@@ -44,6 +44,7 @@ fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<
         recording_enabled: m.recording_enabled,
         voicemail_detection: m.voicemail_detection,
         voicemail_response_delay: m.voicemail_response_delay,
+        runtime_stream_url: m.runtime_stream_url,
         created_at: ts(m.created_at),
         updated_at: ts(m.updated_at),
     })
@@ -124,6 +125,7 @@ fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
         voicemail_response_delay: Set(a.voicemail_response_delay),
         custom_tools: Set(to_json(&a.custom_tools)?),
         kb_document_ids: Set(to_json(&a.kb_document_ids)?),
+        runtime_stream_url: Set(a.runtime_stream_url.clone()),
         created_at: Set(a.created_at.as_micros()),
         updated_at: Set(a.updated_at.as_micros()),
     })

@@ -168,6 +168,7 @@ impl OrganizationRepository for SeaRepository {
             recording_retention_days: Set(None),
             transcript_retention_days: Set(None),
             call_retention_days: Set(None),
+            runtime_stream_url: Set(None),
         })
         .exec_without_returning(&txn)
         .await

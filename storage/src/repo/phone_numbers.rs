@@ -25,6 +25,8 @@ pub(super) fn phone_number_from(m: phone_number::Model) -> Result<PhoneNumber> {
         supports_outbound: m.supports_outbound,
         assigned_agent_id: m.assigned_agent_id,
         integration_id: m.integration_id,
+        provider_number_id: m.provider_number_id,
+        connected_at: m.connected_at.map(ts),
         created_at: ts(m.created_at),
         updated_at: ts(m.updated_at),
     })
@@ -41,6 +43,8 @@ fn phone_number_row(n: &PhoneNumber) -> phone_number::ActiveModel {
         supports_outbound: Set(n.supports_outbound),
         assigned_agent_id: Set(n.assigned_agent_id.clone()),
         integration_id: Set(n.integration_id.clone()),
+        provider_number_id: Set(n.provider_number_id.clone()),
+        connected_at: Set(n.connected_at.map(|t| t.as_micros())),
         created_at: Set(n.created_at.as_micros()),
         updated_at: Set(n.updated_at.as_micros()),
     }

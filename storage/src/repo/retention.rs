@@ -32,6 +32,7 @@ fn settings_from(m: &organization::Model) -> OrganizationSettings {
         recording_retention_days: m.recording_retention_days.map(i64::from),
         transcript_retention_days: m.transcript_retention_days.map(i64::from),
         call_retention_days: m.call_retention_days.map(i64::from),
+        runtime_stream_url: m.runtime_stream_url.clone(),
     }
 }
 
@@ -176,6 +177,10 @@ impl RetentionRepository for SeaRepository {
             .col_expr(
                 organization::Column::CallRetentionDays,
                 Expr::val(days_col(settings.call_retention_days)),
+            )
+            .col_expr(
+                organization::Column::RuntimeStreamUrl,
+                Expr::val(settings.runtime_stream_url.clone()),
             )
             .filter(organization::Column::OrganizationId.eq(organization_id))
             .exec(&txn)
