@@ -15,6 +15,8 @@ use voiceplane_core::time::{Clock, Timestamp};
 use voiceplane_core::{BootstrapInput, BootstrapOutput, Service};
 use voiceplane_storage::{DatabaseOptions, SeaRepository};
 
+use crate::folder::TestFolder;
+
 /// Environment variable naming the Postgres server for the Postgres half of the suite.
 pub const POSTGRES_URL_VAR: &str = "VOICEPLANE_TEST_POSTGRES_URL";
 /// When `1`, a missing Postgres URL fails the Postgres tests instead of skipping them.
@@ -90,7 +92,7 @@ pub struct TestContext {
     pub service: Arc<Service>,
     /// The clock the service reads.
     pub clock: Arc<TestClock>,
-    folder: PathBuf,
+    folder: TestFolder,
     database: Database,
 }
 
@@ -175,10 +177,9 @@ impl TestContext {
                 }
             },
         };
-        let folder = std::env::temp_dir().join(format!("voiceplane-test-{}", random_hex(16)));
-        std::fs::create_dir_all(&folder).expect("the test's folder is created");
+        let folder = TestFolder::new("test");
         let database = match postgres_url {
-            None => Database::Sqlite(folder.join("test.db")),
+            None => Database::Sqlite(folder.path().join("test.db")),
             Some(url) => {
                 sweep_stale_schemas(&url).await;
                 let schema = format!("vpt_{}_{}", unix_secs(), random_hex(12));
@@ -204,7 +205,7 @@ impl TestContext {
     /// and for the working directory of a process the test starts. (A SQLite database file
     /// lives in it too, as `test.db`.)
     pub fn folder(&self) -> &Path {
-        &self.folder
+        self.folder.path()
     }
 
     /// The database file, on SQLite.
@@ -252,7 +253,7 @@ impl TestContext {
                 .await;
             let _ = admin.connection().clone().close().await;
         }
-        let _ = std::fs::remove_dir_all(folder);
+        drop(folder);
     }
 
     /// What names this test's database and must never reach a response: the URL, and the

@@ -35,6 +35,7 @@
 mod builders;
 mod caller;
 mod context;
+mod folder;
 pub mod pdf;
 mod poll;
 mod s3_env;
@@ -51,6 +52,7 @@ pub use context::{
     Backend, JWT_SECRET, MASTER_KEY, POSTGRES_URL_VAR, REQUIRE_POSTGRES_VAR, TestClock,
     TestContext, jwt_for,
 };
+pub use folder::TestFolder;
 pub use poll::eventually;
 pub use s3_env::s3_from_env;
 pub use server::{TestServer, http_client};

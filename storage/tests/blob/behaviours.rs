@@ -228,7 +228,7 @@ async fn failed_put_leaves_no_new_object(fx: &Fixture) {
 
 /// On `fs`, an aborted write leaves nothing in the temporary folder.
 fn assert_no_temp_files(fx: &Fixture) {
-    if let Some(root) = &fx.fs_root {
+    if let Some(root) = fx.fs_root.as_ref().map(|f| f.path()) {
         let left: Vec<_> = std::fs::read_dir(root.join(".voiceplane-tmp"))
             .expect("temporary folder")
             .flatten()
@@ -322,7 +322,7 @@ async fn uri_names_the_backend(fx: &Fixture) {
         Kind::Fs => {
             // The key, never the server's folder (DESIGN §15).
             assert_eq!(uri, format!("voiceplane://{key}"));
-            let root = fx.fs_root.as_ref().unwrap().canonicalize().unwrap();
+            let root = fx.fs_root.as_ref().unwrap().path().canonicalize().unwrap();
             assert!(!uri.contains(&*root.to_string_lossy()), "{uri}");
         }
     }

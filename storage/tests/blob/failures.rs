@@ -7,6 +7,7 @@ use voiceplane_core::Error;
 use voiceplane_core::blob::BlobStore;
 use voiceplane_storage::{BlobConfig, OpendalBlobStore, S3Settings};
 
+use crate::folder::TestFolder;
 use crate::*;
 
 /// An S3 endpoint nobody listens on: every operation is a 503 naming no credential.
@@ -79,7 +80,8 @@ async fn unreachable_s3_is_unavailable_without_leaking_the_secret() {
 /// An `fs` store whose folder disappeared is not ready.
 #[tokio::test]
 async fn fs_ping_fails_when_the_root_is_gone() {
-    let root = std::env::temp_dir().join(format!("voiceplane-blob-{}", unique()));
+    let folder = TestFolder::new("blob");
+    let root = folder.path().to_owned();
     let store = OpendalBlobStore::new(BlobConfig::Fs { root: root.clone() }).expect("opens");
     store.ping().await.expect("ready");
     std::fs::remove_dir_all(&root).unwrap();
@@ -90,7 +92,8 @@ async fn fs_ping_fails_when_the_root_is_gone() {
 /// Stale temporary files of an `fs` root are swept when a store opens; fresh ones stay.
 #[tokio::test]
 async fn fs_sweeps_stale_temporary_files() {
-    let root = std::env::temp_dir().join(format!("voiceplane-blob-{}", unique()));
+    let folder = TestFolder::new("blob");
+    let root = folder.path().to_owned();
     let temp = root.join(".voiceplane-tmp");
     std::fs::create_dir_all(&temp).unwrap();
     let stale = temp.join("stale");
@@ -107,5 +110,4 @@ async fn fs_sweeps_stale_temporary_files() {
     OpendalBlobStore::new(BlobConfig::Fs { root: root.clone() }).expect("opens");
     assert!(!stale.exists());
     assert!(fresh.exists());
-    std::fs::remove_dir_all(&root).unwrap();
 }

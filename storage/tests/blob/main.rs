@@ -20,11 +20,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/folder.rs"]
+mod folder;
 #[path = "../../../tests/support/s3_env.rs"]
 mod s3_env;
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -47,7 +48,7 @@ struct Fixture {
     kind: Kind,
     store: OpendalBlobStore,
     prefix: String,
-    fs_root: Option<PathBuf>,
+    fs_root: Option<folder::TestFolder>,
     s3: Option<S3Settings>,
 }
 
@@ -70,8 +71,11 @@ impl Fixture {
         let (config, fs_root, s3) = match kind {
             Kind::Memory => (BlobConfig::Memory, None, None),
             Kind::Fs => {
-                let root = std::env::temp_dir().join(format!("voiceplane-blob-{}", unique()));
-                (BlobConfig::Fs { root: root.clone() }, Some(root), None)
+                let root = folder::TestFolder::new("blob");
+                let config = BlobConfig::Fs {
+                    root: root.path().to_owned(),
+                };
+                (config, Some(root), None)
             }
             Kind::S3 => {
                 let settings = s3_env::s3_from_env(&format!("{test} on s3"))?;
@@ -102,14 +106,6 @@ impl Fixture {
                 .delete_with(&format!("{}/", self.prefix))
                 .recursive(true)
                 .await;
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(root) = &self.fs_root {
-            let _ = std::fs::remove_dir_all(root);
         }
     }
 }
