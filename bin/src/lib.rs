@@ -168,7 +168,11 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
         .with_blobs(Arc::new(blobs))
         .with_jwt(jwt)
         .with_voice_providers(voices)
-        .with_telephony(telephony)
+        .with_telephony(telephony.clone())
+        .with_telephony_gateway(
+            telephony,
+            voiceplane_http::Api::telephony_webhooks(&config.public_url()),
+        )
         .with_recording_links(voiceplane_http::Api::recording_links(
             &config.public_url(),
             signer,
@@ -235,7 +239,7 @@ fn rand_key(key: &mut [u8; 32]) {
 /// What [`upstreams`] builds.
 type Upstreams = (
     voiceplane_core::voice::VoiceProviders,
-    Arc<dyn voiceplane_core::telephony::TelephonyValidator>,
+    Arc<voiceplane_clients::HttpTelephonyValidator>,
     Option<Arc<dyn voiceplane_core::knowledge::Embedder>>,
     Option<Arc<dyn voiceplane_core::auth::JwksSource>>,
 );

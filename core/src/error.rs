@@ -23,6 +23,10 @@ pub enum Error {
     /// (HTTP 412); nothing was changed.
     #[error("{0}")]
     PreconditionFailed(String),
+    /// The request is well formed but cannot be carried out as things stand (HTTP 422): a
+    /// number with no integration to connect it through, a provider that does not have it.
+    #[error("{0}")]
+    Unprocessable(String),
     /// The request body is larger than allowed (HTTP 413).
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -46,6 +50,11 @@ impl Error {
     /// A 400 error with the given sentence.
     pub fn invalid(msg: impl Into<String>) -> Self {
         Self::InvalidInput(msg.into())
+    }
+
+    /// A 422 error with the given sentence.
+    pub fn unprocessable(msg: impl Into<String>) -> Self {
+        Self::Unprocessable(msg.into())
     }
 
     /// A 404 error with the given sentence.

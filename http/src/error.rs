@@ -19,6 +19,7 @@ pub fn status_for(err: &Error) -> StatusCode {
         Error::NotFound(_) => StatusCode::NOT_FOUND,
         Error::Conflict(_) => StatusCode::CONFLICT,
         Error::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+        Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Error::Upstream(_) => StatusCode::BAD_GATEWAY,

@@ -56,4 +56,6 @@ pub use folder::TestFolder;
 pub use poll::eventually;
 pub use s3_env::s3_from_env;
 pub use server::{TestServer, http_client};
-pub use upstreams::{mount_twilio_account, mount_voice_catalogue, telephony, voice_providers};
+pub use upstreams::{
+    mount_twilio_account, mount_twilio_numbers, mount_voice_catalogue, telephony, voice_providers,
+};

@@ -71,6 +71,34 @@ pub async fn mount_twilio_account(upstream: &MockServer, sid: &str, token: &str)
         .await;
 }
 
+/// Twilio's numbers of the account `sid` on `upstream`: its search answers `numbers` (`(PN
+/// sid, E.164)`, loose matches included, as Twilio's does) whatever it is asked, and each of
+/// them can be updated (connected).
+pub async fn mount_twilio_numbers(upstream: &MockServer, sid: &str, numbers: &[(&str, &str)]) {
+    let listed: Vec<_> = numbers
+        .iter()
+        .map(|(pn, number)| json!({"sid": pn, "phone_number": number}))
+        .collect();
+    Mock::given(method("GET"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json"
+        )))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"incoming_phone_numbers": listed})),
+        )
+        .mount(upstream)
+        .await;
+    for (pn, _) in numbers {
+        Mock::given(method("POST"))
+            .and(path(format!(
+                "/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers/{pn}.json"
+            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"sid": pn})))
+            .mount(upstream)
+            .await;
+    }
+}
+
 /// Every voice operation on `upstream`, answering only requests that carry the API keys
 /// `(provider_one, provider_two)` as each provider's contract says: provider_one's search
 /// (failing with a 500 for the query `fail`), provider_two's search, its shared library, and

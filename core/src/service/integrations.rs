@@ -35,6 +35,20 @@ impl Service {
         self.cipher()?.seal(&plain, integration_id.as_bytes())
     }
 
+    /// The credentials `sealed` holds for the integration `integration_id`.
+    pub(super) fn open_credentials(
+        &self,
+        integration_id: &str,
+        sealed: &str,
+    ) -> Result<TelephonyCredentials> {
+        let plain = self.cipher()?.open(sealed, integration_id.as_bytes())?;
+        serde_json::from_slice(&plain).map_err(|_| {
+            Error::Internal(format!(
+                "stored credentials of {integration_id} are not readable"
+            ))
+        })
+    }
+
     /// Stores provider credentials, encrypted, under a new integration (status `active` until a
     /// validation says otherwise). The credentials are never returned.
     pub async fn integration_create(
@@ -184,9 +198,7 @@ impl Service {
         let validator = self.telephony.as_ref().ok_or_else(|| {
             Error::Unavailable("telephony validation is not configured on this server".to_owned())
         })?;
-        let plain = self.cipher()?.open(&sealed, id.as_bytes())?;
-        let credentials: TelephonyCredentials = serde_json::from_slice(&plain)
-            .map_err(|_| Error::Internal(format!("stored credentials of {id} are not readable")))?;
+        let credentials = self.open_credentials(&id, &sealed)?;
         let outcome = validator.probe(&credentials).await;
         let (status, message) = match &outcome {
             ProbeOutcome::Valid => (

@@ -20,6 +20,7 @@ use crate::page::Cursor;
 use crate::repo::Repository;
 use crate::signing::RecordingLinks;
 use crate::telephony::TelephonyValidator;
+use crate::telephony::gateway::{TelephonyGateway, WebhookUrls};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 mod agents;
@@ -56,6 +57,8 @@ pub struct Service {
     ids: Arc<dyn IdGenerator>,
     jwt: Option<Arc<JwtVerifier>>,
     telephony: Option<Arc<dyn TelephonyValidator>>,
+    /// The providers' APIs and where their webhooks reach this server, to connect numbers.
+    gateway: Option<(Arc<dyn TelephonyGateway>, Arc<dyn WebhookUrls>)>,
     cipher: Option<Arc<CredentialCipher>>,
     voices: crate::voice::VoiceProviders,
     blobs: Option<Arc<dyn BlobStore>>,
@@ -156,6 +159,7 @@ impl Service {
             ids: Arc::new(RandomIds),
             jwt: None,
             telephony: None,
+            gateway: None,
             cipher: None,
             voices: crate::voice::VoiceProviders::default(),
             blobs: None,
@@ -202,6 +206,17 @@ impl Service {
     /// Probes telephony credentials with `validator` when integrations are validated.
     pub fn with_telephony(mut self, validator: Arc<dyn TelephonyValidator>) -> Self {
         self.telephony = Some(validator);
+        self
+    }
+
+    /// Connects numbers at their providers through `gateway`, pointing them at the webhooks
+    /// `urls` names; without it, connecting is unavailable (503).
+    pub fn with_telephony_gateway(
+        mut self,
+        gateway: Arc<dyn TelephonyGateway>,
+        urls: Arc<dyn WebhookUrls>,
+    ) -> Self {
+        self.gateway = Some((gateway, urls));
         self
     }
 

@@ -218,6 +218,105 @@ impl Service {
         .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
     }
 
+    /// Configures the number at its provider so that its calls reach this server: finds it
+    /// on the integration's account (exactly that number) and points it at voiceplane's
+    /// webhooks (Twilio: its voice and status URLs; Telnyx: its Call Control application and
+    /// that application's event URL), then records the provider's id of the number and when
+    /// it was connected. Doing it again does it again, harmlessly.
+    ///
+    /// 422 when the number has no integration, the Telnyx integration lacks `connection_id`
+    /// or `public_key`, or the provider does not have the number; 502 when the provider
+    /// refuses or cannot be reached (nothing is recorded then); 503 when this server has no
+    /// telephony configured.
+    pub async fn phone_number_connect(
+        &self,
+        actor: &Actor,
+        phone_number_id: &str,
+    ) -> Result<PhoneNumber> {
+        use crate::telephony::TelephonyCredentials;
+        use crate::telephony::gateway::GatewayError;
+
+        actor.require(Permission::PhoneNumbersWrite)?;
+        let id = IdKind::PhoneNumber.parse(phone_number_id)?;
+        let number = self
+            .repo
+            .phone_number_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))?;
+        let integration_id = number.integration_id.clone().ok_or_else(|| {
+            Error::unprocessable(format!(
+                "phone number {id} has no integration_id: attach the integration whose account \
+                 owns the number, then connect it"
+            ))
+        })?;
+        let (_, sealed) = self
+            .repo
+            .integration_get_sealed(&actor.organization_id, &integration_id)
+            .await?
+            .ok_or_else(|| {
+                Error::unprocessable(format!("integration {integration_id} no longer exists"))
+            })?;
+        let credentials = self.open_credentials(&integration_id, &sealed)?;
+        if let TelephonyCredentials::Telnyx {
+            public_key,
+            connection_id,
+            ..
+        } = &credentials
+        {
+            for (field, value, why) in [
+                (
+                    "connection_id",
+                    connection_id,
+                    "the Call Control application its calls go through",
+                ),
+                ("public_key", public_key, "the key that signs its webhooks"),
+            ] {
+                if value.is_none() {
+                    return Err(Error::unprocessable(format!(
+                        "integration {integration_id} has no credentials.{field} ({why}); \
+                         add it with PATCH /api/integrations/{integration_id}"
+                    )));
+                }
+            }
+        }
+        let (gateway, urls) = self.gateway.as_ref().ok_or_else(|| {
+            Error::Unavailable("telephony is not configured on this server".to_owned())
+        })?;
+        let provider_error = |e: GatewayError| match e {
+            GatewayError::NotFound(sentence) => Error::unprocessable(sentence),
+            GatewayError::Rejected { code, message } => {
+                Error::Upstream(format!("{message} (code {code})"))
+            }
+            GatewayError::Unavailable(sentence) => Error::Upstream(sentence),
+        };
+        let provider_number_id = gateway
+            .find_number(&credentials, &number.phone_number)
+            .await
+            .map_err(provider_error)?;
+        gateway
+            .connect_number(
+                &credentials,
+                &provider_number_id,
+                &urls.number_webhooks(&integration_id),
+            )
+            .await
+            .map_err(provider_error)?;
+        let now = self.now();
+        let change = Box::new(move |number: &mut PhoneNumber| {
+            number.provider_number_id = Some(provider_number_id);
+            number.connected_at = Some(now);
+            number.updated_at = now.max(number.updated_at);
+            Ok(())
+        });
+        let stamp = self.event_stamp(EventType::PhoneNumberUpdated, By::changing(actor));
+        self.after_write(
+            self.repo
+                .phone_number_update(&actor.organization_id, &id, change, &stamp)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found(format!("phone number {id} not found")))
+    }
+
     /// Deletes a phone number.
     pub async fn phone_number_delete(
         &self,

@@ -18,6 +18,13 @@ pub struct NumberWebhooks {
     pub telnyx_events_url: String,
 }
 
+/// The addresses of voiceplane's provider webhooks, which the HTTP adapter serves and so
+/// knows (`voiceplane_http::Api::telephony_webhooks`).
+pub trait WebhookUrls: Send + Sync + 'static {
+    /// Where the numbers of the integration `integration_id` send their calls and reports.
+    fn number_webhooks(&self, integration_id: &str) -> NumberWebhooks;
+}
+
 /// Why a provider request did not do what was asked. The texts name the provider and what
 /// happened, never a credential or the provider's body, and may be shown to the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

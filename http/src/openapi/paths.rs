@@ -75,8 +75,9 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
     (
         422,
         "UnprocessableContent",
-        "This `Idempotency-Key` was already used with a different request (method, path or \
-         body).",
+        "The request cannot be carried out as things stand (the sentence says why: a number \
+         with no integration, a provider that does not have it), or its `Idempotency-Key` was \
+         already used with a different request (method, path or body).",
     ),
     (
         429,

@@ -1,11 +1,16 @@
-//! `/api/phone-numbers`: phone numbers and the agents that answer them.
+//! `/api/phone-numbers`: phone numbers and the agents that answer them, and connecting a
+//! number at its provider to the provider webhooks this server answers.
+
+use std::sync::Arc;
 
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
     NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberFilter, PhoneNumberUpdate,
 };
 use voiceplane_core::page::{Page, PageParams};
+use voiceplane_core::telephony::gateway::{NumberWebhooks, WebhookUrls};
 
+use crate::api::Api;
 use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
@@ -19,6 +24,7 @@ pub(crate) const AREA: Area = Area {
         PHONE_NUMBER_VIEW,
         PHONE_NUMBER_UPDATE,
         PHONE_NUMBER_DELETE,
+        PHONE_NUMBER_CONNECT,
     ],
 };
 
@@ -124,4 +130,73 @@ async fn phone_number_delete(
         .service()
         .phone_number_delete(&actor, &phone_number_id)
         .await?)
+}
+
+const PHONE_NUMBER_CONNECT: Operation = Operation::post(
+    "/api/phone-numbers/{phone_number_id}/connect",
+    handler!(phone_number_connect),
+)
+.errors(&[422, 502])
+.doc(
+    "Point the number at this server at its provider, so that its calls arrive here",
+    "Finds the number on its integration's account (exactly that number: Twilio's search \
+     matches loosely, Telnyx's by digits) and configures it there: Twilio's `VoiceUrl` and \
+     `StatusCallback` become this server's `/telephony/twilio/{integration_id}/voice` and \
+     `/status` under `public_url`; a Telnyx number joins the integration's `connection_id`, \
+     whose Call Control application gets `/telephony/telnyx/{integration_id}/events` as its \
+     event URL. Answers the number with `provider_number_id` and `connected_at` set; doing \
+     it again does it again, harmlessly. 422 when the number has no integration, the Telnyx \
+     integration has no `connection_id` or `public_key`, or the provider does not have the \
+     number; 502 when the provider refuses or cannot be reached, and nothing is recorded. \
+     Needs `phone_numbers:write` (agent_manager or admin).",
+);
+
+async fn phone_number_connect(
+    cx: Cx,
+    (phone_number_id,): (String,),
+    (actor,): (Actor,),
+) -> Result<Data<PhoneNumber>, ApiError> {
+    Ok(Data(
+        cx.service()
+            .phone_number_connect(&actor, &phone_number_id)
+            .await?,
+    ))
+}
+
+/// The provider webhooks a connected number is pointed at, under `public_url`.
+const TWILIO_VOICE: &str = "/telephony/twilio/{integration_id}/voice";
+const TWILIO_STATUS: &str = "/telephony/twilio/{integration_id}/status";
+const TELNYX_EVENTS: &str = "/telephony/telnyx/{integration_id}/events";
+
+struct ProviderWebhooks {
+    public_url: String,
+}
+
+impl WebhookUrls for ProviderWebhooks {
+    fn number_webhooks(&self, integration_id: &str) -> NumberWebhooks {
+        let url = |template: &str| {
+            format!(
+                "{}{}",
+                self.public_url,
+                template.replace("{integration_id}", integration_id)
+            )
+        };
+        NumberWebhooks {
+            twilio_voice_url: url(TWILIO_VOICE),
+            twilio_status_url: url(TWILIO_STATUS),
+            telnyx_events_url: url(TELNYX_EVENTS),
+        }
+    }
+}
+
+impl Api {
+    /// Where the provider webhooks of this API are, for a server reached at `public_url`
+    /// (its external base URL, e.g. `https://voice.example.com`): what
+    /// [`Service::with_telephony_gateway`](voiceplane_core::Service::with_telephony_gateway)
+    /// takes to connect numbers.
+    pub fn telephony_webhooks(public_url: &str) -> Arc<dyn WebhookUrls> {
+        Arc::new(ProviderWebhooks {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        })
+    }
 }

@@ -9,7 +9,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_http::ops::resolve;
 use voiceplane_suite::{
-    ApiCaller, agent_body, merged, mount_twilio_account, mount_voice_catalogue,
+    ApiCaller, agent_body, merged, mount_twilio_account, mount_twilio_numbers,
+    mount_voice_catalogue,
 };
 use wiremock::MockServer;
 
@@ -200,10 +201,19 @@ pub(super) fn recording_agent(name: &str) -> Value {
 /// The API keys of the voice providers the scenario configures.
 pub(super) const VOICE_KEYS: (&str, &str) = ("p1-key", "p2-key");
 
-/// Fake upstreams on one server: twilio's account probe, both voice providers.
+/// The Twilio id of the scenario's number, `+14155550100`.
+pub(super) const TWILIO_NUMBER_SID: &str = "PN0000000000000000000000000000c100";
+
+/// Fake upstreams on one server: twilio's account probe and numbers, both voice providers.
 pub(super) async fn fake_upstreams() -> MockServer {
     let upstream = MockServer::start().await;
     mount_twilio_account(&upstream, TWILIO_SID, TWILIO_TOKEN).await;
+    mount_twilio_numbers(
+        &upstream,
+        TWILIO_SID,
+        &[(TWILIO_NUMBER_SID, "+14155550100")],
+    )
+    .await;
     mount_voice_catalogue(&upstream, VOICE_KEYS).await;
     upstream
 }

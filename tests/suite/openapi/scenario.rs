@@ -23,6 +23,10 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     let blobs = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
     let server = TestServer::start_at(ctx, voiceplane_http::HttpConfig::default(), |s, base| {
         s.with_telephony(telephony(&upstream_url))
+            .with_telephony_gateway(
+                telephony(&upstream_url),
+                voiceplane_http::Api::telephony_webhooks(base),
+            )
             .with_voice_providers(voice_providers(&upstream_url, Some(VOICE_KEYS)))
             .with_blobs(blobs)
             .with_recording_links(voiceplane_http::Api::recording_links(
@@ -286,6 +290,15 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+    let connected = c
+        .expect(
+            M::POST,
+            &format!("/api/phone-numbers/{number_id}/connect"),
+            Body::None,
+            200,
+        )
+        .await;
+    assert_eq!(connected["data"]["provider_number_id"], TWILIO_NUMBER_SID);
     let unassigned = c
         .expect(
             M::PATCH,
