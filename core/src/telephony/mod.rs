@@ -1,10 +1,11 @@
 //! Telephony integrations: the providers, the shape of their credentials, the probe that
 //! tells whether stored credentials work, what voiceplane asks of a provider
-//! ([`gateway`]), how its reports move a call forward ([`progress`]) and the TwiML it answers
-//! Twilio with ([`twiml`]).
+//! ([`gateway`]), how its reports move a call forward ([`progress`]), how its webhooks are
+//! verified ([`signature`]) and the TwiML it answers Twilio with ([`twiml`]).
 
 pub mod gateway;
 pub mod progress;
+pub mod signature;
 pub mod twiml;
 
 use std::fmt;

@@ -1,6 +1,8 @@
 //! Telephony (DESIGN §18): where calls' media streams go, and numbers connected at their
 //! provider (against a fake Twilio and Telnyx that record every request).
 
+mod signatures;
+
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_core::role::Role;
