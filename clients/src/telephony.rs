@@ -105,14 +105,7 @@ impl TelephonyValidator for HttpTelephonyValidator {
                     )),
                 }
             }
-            Err(e) if e.is_timeout() => ProbeOutcome::Unavailable(format!(
-                "{provider} did not answer within {}",
-                human(self.http.settings.request_timeout)
-            )),
-            Err(e) if e.is_connect() => {
-                ProbeOutcome::Unavailable(format!("{provider} could not be reached"))
-            }
-            Err(_) => ProbeOutcome::Unavailable(format!("the connection to {provider} failed")),
+            Err(e) => ProbeOutcome::Unavailable(self.unanswered(provider, &e)),
         };
         match &outcome {
             ProbeOutcome::Valid => {}
@@ -131,6 +124,20 @@ impl TelephonyValidator for HttpTelephonyValidator {
 const MAX_PROVIDER_MESSAGE: usize = 200;
 
 impl HttpTelephonyValidator {
+    /// Why `provider` gave no answer, in a sentence without the request's details.
+    fn unanswered(&self, provider: &str, e: &reqwest::Error) -> String {
+        if e.is_timeout() {
+            format!(
+                "{provider} did not answer within {}",
+                human(self.http.settings.request_timeout)
+            )
+        } else if e.is_connect() {
+            format!("{provider} could not be reached")
+        } else {
+            format!("the connection to {provider} failed")
+        }
+    }
+
     /// Sends `request` for `provider` and reads a JSON answer; every failure is a
     /// [`GatewayError`] naming the provider, never carrying a credential.
     async fn call(
@@ -142,18 +149,7 @@ impl HttpTelephonyValidator {
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| {
-                GatewayError::Unavailable(if e.is_timeout() {
-                    format!(
-                        "{provider} did not answer within {}",
-                        human(self.http.settings.request_timeout)
-                    )
-                } else if e.is_connect() {
-                    format!("{provider} could not be reached")
-                } else {
-                    format!("the connection to {provider} failed")
-                })
-            })?;
+            .map_err(|e| GatewayError::Unavailable(self.unanswered(provider, &e)))?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         if status.is_success() {
