@@ -81,7 +81,8 @@ pub fn resolve(method: &Method, path: &str) -> Result<(&'static Operation, Captu
             continue;
         };
         if op.answers(method) {
-            return Ok((op, captures));
+            // Owned only for the operation that runs, not for every template of the path.
+            return Ok((op, captures.map(str::to_owned)));
         }
         if !allow.contains(&op.method) {
             allow.push(op.method);
@@ -97,10 +98,10 @@ pub fn resolve(method: &Method, path: &str) -> Result<(&'static Operation, Captu
     }
 }
 
-/// Matches `path` against `template`; on success returns the captured segments in order.
-/// A placeholder never matches an empty segment.
-fn match_template(template: &str, path: &str) -> Option<Captures> {
-    let mut captures = Captures::default();
+/// Matches `path` against `template`; on success returns the captured segments in order
+/// (unused slots empty). A placeholder never matches an empty segment.
+fn match_template<'p>(template: &str, path: &'p str) -> Option<[&'p str; 2]> {
+    let mut captures = [""; 2];
     let mut n = 0;
     let mut t = template.split('/');
     let mut p = path.split('/');
@@ -114,7 +115,7 @@ fn match_template(template: &str, path: &str) -> Option<Captures> {
                     }
                     // The tests hold every template to at most `Captures`' length.
                     if let Some(slot) = captures.get_mut(n) {
-                        ps.clone_into(slot);
+                        *slot = ps;
                     }
                     n += 1;
                 } else if ts != ps {
