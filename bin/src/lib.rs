@@ -173,6 +173,12 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             telephony,
             voiceplane_http::Api::telephony_webhooks(&config.public_url()),
         )
+        .with_dial_settings(voiceplane_core::service::DialSettings {
+            // Both bounded by the configuration's checks (600 and 10).
+            ring_timeout_secs: u32::try_from(config.telephony.ring_timeout_secs).unwrap_or(600),
+            attempts: u32::try_from(config.telephony.dial_attempts).unwrap_or(10),
+            ..Default::default()
+        })
         .with_recording_links(voiceplane_http::Api::recording_links(
             &config.public_url(),
             signer,

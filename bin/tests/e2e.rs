@@ -261,3 +261,146 @@ fn deliveries_survive_sigkill() {
     second.wait().unwrap();
     rt.block_on(ctx.cleanup());
 }
+
+/// A dial in flight when the server is killed with SIGKILL, then started again: the provider
+/// was asked once, and the call ends `dial_outcome_unknown` rather than being dialed again.
+#[test]
+fn a_dial_is_never_sent_twice_across_sigkill() {
+    let (rt, ctx) = context();
+    let dir = ctx.folder();
+    let twilio = rt.block_on(wiremock::MockServer::start());
+    let sid = "AC0123456789abcdef0123456789abcdef";
+    let calls = format!("/2010-04-01/Accounts/{sid}/Calls.json");
+    rt.block_on(
+        // Slow enough that the server dies while the request is in flight.
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path(calls.clone()))
+            .respond_with(
+                wiremock::ResponseTemplate::new(201)
+                    .set_body_json(json!({"sid": "CA0123456789abcdef0123456789abcdef"}))
+                    .set_delay(Duration::from_secs(30)),
+            )
+            .mount(&twilio),
+    );
+    let twilio_url = twilio.uri();
+    let with_env = |mut cmd: Command| {
+        cmd.env(
+            "VOICEPLANE_SECRETS__MASTER_KEY",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        )
+        .env("VOICEPLANE_TELEPHONY__TWILIO__BASE_URL", &twilio_url)
+        .env("VOICEPLANE_JOBS__LEASE_SECS", "2");
+        cmd
+    };
+    let (org, key) = bootstrap_org(with_env(voiceplane(dir)), "ops@example.com");
+    let http = reqwest::Client::new();
+    let send = |method: reqwest::Method, base: &str, path: &str, body: Option<Value>| {
+        let mut req = http
+            .request(method, format!("{base}{path}"))
+            .header("X-API-Key", &key)
+            .header("X-Organization-Id", &org);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        async move {
+            let answer: Value = req.send().await.unwrap().json().await.unwrap();
+            assert_eq!(answer["success"], true, "{answer}");
+            answer["data"].clone()
+        }
+    };
+    let (mut first, base, _first_logs) = spawn_serve(with_env(voiceplane(dir)));
+    let call_sid = rt.block_on(async {
+        use reqwest::Method as M;
+        send(
+            M::PATCH,
+            &base,
+            "/api/organization/settings",
+            Some(json!({"runtime_stream_url": "wss://rt.example.com/media"})),
+        )
+        .await;
+        let integration = send(
+            M::POST,
+            &base,
+            "/api/integrations",
+            Some(
+                json!({"name": "Twilio", "provider": "twilio", "category": "telephony",
+                        "credentials": {"account_sid": sid, "auth_token": "token"}}),
+            ),
+        )
+        .await;
+        let agent = send(
+            M::POST,
+            &base,
+            "/api/agents",
+            Some(json!({
+                "agent_name": "Caller", "language": "en", "stt_provider": "deepgram",
+                "tts_provider": "provider_one", "tts_voice": "a0e99841", "llm_provider": "openai",
+                "llm_model": "gpt-4o-mini", "system_prompt": "You call people."
+            })),
+        )
+        .await;
+        let number = send(
+            M::POST,
+            &base,
+            "/api/phone-numbers",
+            Some(json!({"phone_number": "+14155550100",
+                        "integration_id": integration["integration_id"]})),
+        )
+        .await;
+        let call = send(
+            M::POST,
+            &base,
+            "/api/calls/dial",
+            Some(
+                json!({"agent_id": agent["agent_id"], "to_number": "+14155550199",
+                        "from_phone_number_id": number["phone_number_id"]}),
+            ),
+        )
+        .await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while twilio
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the dial was never sent"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        call["call_sid"].as_str().unwrap().to_owned()
+    });
+    first.kill().unwrap(); // SIGKILL, with the provider's answer still on its way
+    first.wait().unwrap();
+
+    let (mut second, base, _second_logs) = spawn_serve(with_env(voiceplane(dir)));
+    rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let call = send(
+                reqwest::Method::GET,
+                &base,
+                &format!("/api/calls/{call_sid}"),
+                None,
+            )
+            .await;
+            if call["status"] == "failed" {
+                assert_eq!(call["end_reason"], "dial_outcome_unknown", "{call}");
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{call}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let sent = twilio.received_requests().await.unwrap_or_default();
+        assert_eq!(
+            sent.iter().filter(|r| r.url.path() == calls).count(),
+            1,
+            "the provider was asked more than once"
+        );
+    });
+    second.kill().unwrap();
+    second.wait().unwrap();
+    rt.block_on(ctx.cleanup());
+}

@@ -1,5 +1,5 @@
-//! Twilio and Telnyx over HTTP: the credential probes and the number lookups and
-//! configuration of [`TelephonyGateway`].
+//! Twilio and Telnyx over HTTP: the credential probes, and the number configuration and
+//! call control of [`TelephonyGateway`].
 //!
 //! The probes are one cheap authenticated read per provider:
 //!
@@ -17,8 +17,12 @@ use std::fmt;
 use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
-use voiceplane_core::telephony::gateway::{GatewayError, NumberWebhooks, TelephonyGateway};
-use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
+use voiceplane_core::telephony::gateway::{
+    DialRequest, GatewayError, NumberWebhooks, TelephonyGateway,
+};
+use voiceplane_core::telephony::{
+    ProbeOutcome, TelephonyCredentials, TelephonyValidator, client_state,
+};
 
 use crate::{BuildError, HttpClient, base_url, endpoint, human};
 
@@ -149,7 +153,16 @@ impl HttpTelephonyValidator {
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| GatewayError::Unavailable(self.unanswered(provider, &e)))?;
+            .map_err(|e| {
+                let why = self.unanswered(provider, &e);
+                // Only a connection that was never made certainly carried nothing; after a
+                // timeout or a broken connection the provider may have acted.
+                if e.is_connect() {
+                    GatewayError::Unavailable(why)
+                } else {
+                    GatewayError::Unknown(why)
+                }
+            })?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         if status.is_success() {
@@ -250,28 +263,18 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 auth_token,
             } => {
                 let resource = format!("{number_id}.json");
-                let url = endpoint(
-                    &self.twilio,
-                    &[
-                        "2010-04-01",
-                        "Accounts",
-                        account_sid,
-                        "IncomingPhoneNumbers",
-                        &resource,
-                    ],
-                );
                 let form = [
                     ("VoiceUrl", webhooks.twilio_voice_url.as_str()),
                     ("VoiceMethod", "POST"),
                     ("StatusCallback", webhooks.twilio_status_url.as_str()),
                     ("StatusCallbackMethod", "POST"),
                 ];
-                let request = self
-                    .http
-                    .client
-                    .post(url)
-                    .basic_auth(account_sid, Some(auth_token))
-                    .form(&form);
+                let request = self.twilio_post(
+                    account_sid,
+                    auth_token,
+                    &["IncomingPhoneNumbers", &resource],
+                    &form,
+                );
                 self.call("twilio", request).await.map(|_| ())
             }
             TelephonyCredentials::Telnyx {
@@ -306,5 +309,179 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 self.call("telnyx", request).await.map(|_| ())
             }
         }
+    }
+
+    async fn dial(
+        &self,
+        credentials: &TelephonyCredentials,
+        dial: &DialRequest,
+    ) -> Result<String, GatewayError> {
+        match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let twiml = voiceplane_core::telephony::twiml::connect_stream(
+                    &dial.stream_url,
+                    &dial.call_sid,
+                    &dial.agent_id,
+                );
+                let timeout = dial.ring_timeout_secs.to_string();
+                let mut form = vec![
+                    ("To", dial.to.as_str()),
+                    ("From", dial.from.as_str()),
+                    ("Twiml", twiml.as_str()),
+                    ("StatusCallback", dial.status_url.as_str()),
+                    ("StatusCallbackMethod", "POST"),
+                    ("Timeout", timeout.as_str()),
+                ];
+                for event in ["initiated", "ringing", "answered", "completed"] {
+                    form.push(("StatusCallbackEvent", event));
+                }
+                if dial.machine_detection {
+                    form.push(("MachineDetection", "Enable"));
+                }
+                let request = self.twilio_post(account_sid, auth_token, &["Calls.json"], &form);
+                let body = self.call("twilio", request).await?;
+                body["sid"].as_str().map(str::to_owned).ok_or_else(|| {
+                    GatewayError::Unknown("twilio answered without a call sid".into())
+                })
+            }
+            TelephonyCredentials::Telnyx {
+                api_key,
+                connection_id,
+                ..
+            } => {
+                let url = endpoint(&self.telnyx, &["v2", "calls"]);
+                let mut body = json!({
+                    "connection_id": connection_id,
+                    "to": dial.to,
+                    "from": dial.from,
+                    "webhook_url": dial.events_url,
+                    "client_state": client_state(&dial.call_sid),
+                    // Telnyx performs a command once per `command_id`, however often it is sent.
+                    "command_id": dial.call_sid,
+                    "timeout_secs": dial.ring_timeout_secs,
+                });
+                stream_fields(&mut body, &dial.stream_url);
+                if dial.machine_detection {
+                    body["answering_machine_detection"] = json!("detect");
+                }
+                let request = self.http.client.post(url).bearer_auth(api_key).json(&body);
+                let answer = self.call("telnyx", request).await?;
+                answer["data"]["call_control_id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        GatewayError::Unknown("telnyx answered without a call_control_id".into())
+                    })
+            }
+        }
+    }
+
+    async fn answer(
+        &self,
+        credentials: &TelephonyCredentials,
+        call_control_id: &str,
+        stream_url: &str,
+        call_sid: &str,
+    ) -> Result<(), GatewayError> {
+        let mut body = json!({
+            "client_state": client_state(call_sid),
+            "command_id": format!("{call_sid}.answer"),
+        });
+        stream_fields(&mut body, stream_url);
+        self.telnyx_action(credentials, call_control_id, "answer", body)
+            .await
+    }
+
+    async fn reject(
+        &self,
+        credentials: &TelephonyCredentials,
+        call_control_id: &str,
+        call_sid: &str,
+    ) -> Result<(), GatewayError> {
+        let body = json!({"cause": "CALL_REJECTED", "command_id": format!("{call_sid}.reject")});
+        self.telnyx_action(credentials, call_control_id, "reject", body)
+            .await
+    }
+
+    async fn hangup(
+        &self,
+        credentials: &TelephonyCredentials,
+        provider_call_id: &str,
+        answered: bool,
+    ) -> Result<(), GatewayError> {
+        match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let resource = format!("{provider_call_id}.json");
+                // A call not yet answered is canceled; `completed` would not stop it ringing.
+                let status = if answered { "completed" } else { "canceled" };
+                let request = self.twilio_post(
+                    account_sid,
+                    auth_token,
+                    &["Calls", &resource],
+                    &[("Status", status)],
+                );
+                self.call("twilio", request).await.map(|_| ())
+            }
+            TelephonyCredentials::Telnyx { .. } => {
+                self.telnyx_action(credentials, provider_call_id, "hangup", json!({}))
+                    .await
+            }
+        }
+    }
+}
+
+/// The media stream of a Telnyx call: the caller's audio to the runtime, and the runtime's
+/// audio back as PCMU over RTP.
+fn stream_fields(body: &mut Value, stream_url: &str) {
+    body["stream_url"] = json!(stream_url);
+    body["stream_track"] = json!("inbound_track");
+    body["stream_bidirectional_mode"] = json!("rtp");
+    body["stream_bidirectional_codec"] = json!("PCMU");
+}
+
+impl HttpTelephonyValidator {
+    /// `POST {base}/2010-04-01/Accounts/{account_sid}/{resource…}` with `form`, as the account.
+    fn twilio_post(
+        &self,
+        account_sid: &str,
+        auth_token: &str,
+        resource: &[&str],
+        form: &[(&str, &str)],
+    ) -> reqwest::RequestBuilder {
+        let mut path = vec!["2010-04-01", "Accounts", account_sid];
+        path.extend_from_slice(resource);
+        self.http
+            .client
+            .post(endpoint(&self.twilio, &path))
+            .basic_auth(account_sid, Some(auth_token))
+            .form(form)
+    }
+
+    /// `POST {base}/v2/calls/{call_control_id}/actions/{action}` with `body`.
+    async fn telnyx_action(
+        &self,
+        credentials: &TelephonyCredentials,
+        call_control_id: &str,
+        action: &str,
+        body: Value,
+    ) -> Result<(), GatewayError> {
+        let TelephonyCredentials::Telnyx { api_key, .. } = credentials else {
+            return Err(GatewayError::Rejected {
+                code: "provider".to_owned(),
+                message: format!("`{action}` is a Telnyx command"),
+            });
+        };
+        let url = endpoint(
+            &self.telnyx,
+            &["v2", "calls", call_control_id, "actions", action],
+        );
+        let request = self.http.client.post(url).bearer_auth(api_key).json(&body);
+        self.call("telnyx", request).await.map(|_| ())
     }
 }

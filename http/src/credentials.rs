@@ -20,6 +20,10 @@ pub enum Auth {
     /// A bearer JWT only, without `X-Organization-Id`: someone who is not a member yet
     /// (accepting an invitation). The operation checks the token itself.
     Invitee,
+    /// A telephony provider's webhook: its signature over the request, checked by the
+    /// operation with the integration's secret, is the credential. Failures count toward the
+    /// per-IP limit of failed authentications.
+    Provider,
 }
 
 /// `X-API-Key`.

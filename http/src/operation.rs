@@ -149,6 +149,12 @@ impl Operation {
         self
     }
 
+    /// Called by a telephony provider, authenticated by its signature.
+    pub(crate) const fn provider(mut self) -> Self {
+        self.auth = Auth::Provider;
+        self
+    }
+
     /// The tagged view of its path ([`Conditional::TaggedView`]).
     pub(crate) const fn tagged_view(mut self) -> Self {
         self.conditional = Conditional::TaggedView;

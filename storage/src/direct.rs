@@ -477,6 +477,16 @@ pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
     recording_content_type,
     recording_size,
     message_seq,
+    provider,
+    provider_call_id,
+    phone_number_id,
+    answered_by,
+    dynamic_variables,
+    metadata,
+    provider_error,
+    agent_version,
+    timezone,
+    dial_started_at,
 });
 
 #[cfg(test)]

@@ -134,6 +134,16 @@ pub mod call {
         pub recording_content_type: Option<String>,
         pub recording_size: Option<i64>,
         pub message_seq: i64,
+        pub provider: Option<String>,
+        pub provider_call_id: Option<String>,
+        pub phone_number_id: Option<String>,
+        pub answered_by: Option<String>,
+        pub dynamic_variables: String,
+        pub metadata: String,
+        pub provider_error: Option<String>,
+        pub agent_version: Option<i64>,
+        pub timezone: Option<String>,
+        pub dial_started_at: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

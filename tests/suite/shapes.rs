@@ -33,6 +33,15 @@ pub const CALL_FIELDS: &[&str] = &[
     "end_time",
     "end_reason",
     "billing_status",
+    "provider",
+    "provider_call_id",
+    "phone_number_id",
+    "answered_by",
+    "dynamic_variables",
+    "metadata",
+    "provider_error",
+    "agent_version",
+    "timezone",
 ];
 pub const TOOL_SUMMARY_FIELDS: &[&str] = &[
     "tool_id",

@@ -300,7 +300,9 @@ mod tests {
                     | "database.acquire_timeout_secs"
                     | "rate_limit.per_second"
                     | "rate_limit.burst"
-                    | "rate_limit.auth_failures_per_minute" => "5",
+                    | "rate_limit.auth_failures_per_minute"
+                    | "telephony.ring_timeout_secs"
+                    | "telephony.dial_attempts" => "5",
                     "http.trusted_proxies" => "10.0.0.0/8, 127.0.0.1",
                     "storage.backend" => "s3",
                     "storage.path_style" | "webhooks.allow_private_targets" | "metrics.enabled" => {
@@ -327,6 +329,7 @@ mod tests {
             assert!(!c.storage.path_style);
             assert_eq!(c.auth.audience.as_deref(), Some("v"));
             assert_eq!(c.telephony.twilio.base_url, "https://x.test");
+            assert_eq!(c.telephony.dial_attempts, 5);
             assert_eq!(c.embeddings.base_url.as_deref(), Some("https://x.test"));
             assert_eq!(c.embeddings.model, "v");
             assert_eq!(c.knowledge.max_pages, 5);

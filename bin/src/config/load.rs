@@ -185,6 +185,18 @@ impl Config {
         )?;
         check_http_url("telephony.twilio.base_url", &self.telephony.twilio.base_url)?;
         check_http_url("telephony.telnyx.base_url", &self.telephony.telnyx.base_url)?;
+        if !(1..=600).contains(&self.telephony.ring_timeout_secs) {
+            return Err(ConfigError::new(
+                "telephony.ring_timeout_secs",
+                "must be between 1 and 600 seconds",
+            ));
+        }
+        if !(1..=10).contains(&self.telephony.dial_attempts) {
+            return Err(ConfigError::new(
+                "telephony.dial_attempts",
+                "must be between 1 and 10",
+            ));
+        }
 
         if self.http.max_body_bytes == 0 {
             return Err(ConfigError::new(

@@ -88,6 +88,8 @@ pub const KEYS: &[&str] = &[
     "providers.provider_two.api_key",
     "telephony.twilio.base_url",
     "telephony.telnyx.base_url",
+    "telephony.ring_timeout_secs",
+    "telephony.dial_attempts",
     "http.max_body_bytes",
     "http.max_upload_bytes",
     "http.cors_allowed_origins",

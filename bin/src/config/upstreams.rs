@@ -64,11 +64,20 @@ pub struct TelephonyConfig {
     pub twilio: TelephonyProviderConfig,
     /// `telephony.telnyx.*`.
     pub telnyx: TelephonyProviderConfig,
+    /// `telephony.ring_timeout_secs`: how long an outbound call may ring (default 30).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub ring_timeout_secs: usize,
+    /// `telephony.dial_attempts`: how many times a dial is sent when the provider certainly
+    /// created nothing (unreachable, 429, 5xx) (default 3).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub dial_attempts: usize,
 }
 
 impl Default for TelephonyConfig {
     fn default() -> Self {
         Self {
+            ring_timeout_secs: 30,
+            dial_attempts: 3,
             twilio: TelephonyProviderConfig {
                 base_url: "https://api.twilio.com".to_owned(),
             },

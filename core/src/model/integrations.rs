@@ -62,7 +62,8 @@ pub struct NewIntegration {
     pub provider: String,
     /// e.g. `telephony`.
     pub category: String,
-    /// Provider credentials: `{account_sid, auth_token}` for twilio, `{api_key}` for telnyx.
+    /// Provider credentials: `{account_sid, auth_token}` for twilio, `{api_key, public_key?,
+    /// connection_id?}` for telnyx.
     pub credentials: serde_json::Value,
 }
 
@@ -117,6 +118,14 @@ mod schema {
         /// The API key (v2); stored encrypted and never returned.
         #[schemars(length(min = 1, max = 512), extend("format" = "password", "writeOnly" = true))]
         api_key: String,
+        /// The account's public key (base64 Ed25519, 32 bytes) that signs its webhooks;
+        /// required to place or receive calls.
+        #[schemars(length(min = 1, max = 512), extend("writeOnly" = true))]
+        public_key: Option<String>,
+        /// The Call Control application (connection) calls go through; required to place or
+        /// receive calls.
+        #[schemars(length(min = 1, max = 512), extend("writeOnly" = true))]
+        connection_id: Option<String>,
     }
 
     /// The `provider` of a Twilio integration.
@@ -172,7 +181,8 @@ mod schema {
         let telnyx = generator.subschema_for::<TelnyxCredentials>();
         json_schema!({
             "description": "Replacement credentials of the integration's provider: \
-                `{account_sid, auth_token}` for twilio, `{api_key}` for telnyx. The status \
+                `{account_sid, auth_token}` for twilio, `{api_key, public_key?, \
+                connection_id?}` for telnyx. The status \
                 returns to `active` until validated again. Absent or `null`: unchanged.",
             "oneOf": [twilio, telnyx, {"type": "null"}],
         })

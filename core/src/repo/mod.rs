@@ -40,6 +40,7 @@ mod integrations;
 mod organizations;
 mod phone_numbers;
 mod retention;
+mod telephony;
 mod tools;
 mod webhooks;
 
@@ -53,6 +54,7 @@ pub use integrations::*;
 pub use organizations::*;
 pub use phone_numbers::*;
 pub use retention::*;
+pub use telephony::*;
 pub use tools::*;
 pub use webhooks::*;
 
@@ -86,6 +88,7 @@ pub trait Repository:
     + AuditRepository
     + WebhookRepository
     + RetentionRepository
+    + TelephonyRepository
     + crate::idempotency::IdempotencyRepository
     + Send
     + Sync
@@ -111,6 +114,7 @@ impl<T> Repository for T where
         + AuditRepository
         + WebhookRepository
         + RetentionRepository
+        + TelephonyRepository
         + crate::idempotency::IdempotencyRepository
         + Send
         + Sync

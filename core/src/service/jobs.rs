@@ -109,6 +109,23 @@ impl Service {
             ),
             None => runner,
         };
+        // Without a gateway, calls wait (queued) for an instance that has one.
+        let runner = match &self.gateway {
+            Some(_) => runner
+                .with_handler(
+                    super::telephony::CALL_DIAL,
+                    Arc::new(super::telephony::DialCall(self.clone())),
+                )
+                .with_handler(
+                    super::telephony::TELNYX_ANSWER,
+                    Arc::new(super::telephony::TelnyxCommand(self.clone())),
+                )
+                .with_handler(
+                    super::telephony::TELNYX_REJECT,
+                    Arc::new(super::telephony::TelnyxCommand(self.clone())),
+                ),
+            None => runner,
+        };
         // Without a sender, deliveries wait (pending) for an instance that has one.
         match &self.webhooks.sender {
             Some(sender) => runner.with_handler(

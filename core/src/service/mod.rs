@@ -45,6 +45,11 @@ mod members;
 mod phone_numbers;
 mod retention;
 pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
+mod telephony;
+pub use telephony::{
+    CALL_DIAL, CallSession, DialSettings, TELNYX_ANSWER, TELNYX_REJECT, TelnyxWebhook,
+    TwilioWebhook,
+};
 mod tools;
 mod voices;
 mod webhooks;
@@ -59,6 +64,8 @@ pub struct Service {
     telephony: Option<Arc<dyn TelephonyValidator>>,
     /// The providers' APIs and where their webhooks reach this server, to connect numbers.
     gateway: Option<(Arc<dyn TelephonyGateway>, Arc<dyn WebhookUrls>)>,
+    /// How outbound calls are placed.
+    dialing: telephony::DialSettings,
     cipher: Option<Arc<CredentialCipher>>,
     voices: crate::voice::VoiceProviders,
     blobs: Option<Arc<dyn BlobStore>>,
@@ -160,6 +167,7 @@ impl Service {
             jwt: None,
             telephony: None,
             gateway: None,
+            dialing: telephony::DialSettings::default(),
             cipher: None,
             voices: crate::voice::VoiceProviders::default(),
             blobs: None,

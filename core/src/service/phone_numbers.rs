@@ -233,7 +233,6 @@ impl Service {
         actor: &Actor,
         phone_number_id: &str,
     ) -> Result<PhoneNumber> {
-        use crate::telephony::TelephonyCredentials;
         use crate::telephony::gateway::GatewayError;
 
         actor.require(Permission::PhoneNumbersWrite)?;
@@ -257,28 +256,7 @@ impl Service {
                 Error::unprocessable(format!("integration {integration_id} no longer exists"))
             })?;
         let credentials = self.open_credentials(&integration_id, &sealed)?;
-        if let TelephonyCredentials::Telnyx {
-            public_key,
-            connection_id,
-            ..
-        } = &credentials
-        {
-            for (field, value, why) in [
-                (
-                    "connection_id",
-                    connection_id,
-                    "the Call Control application its calls go through",
-                ),
-                ("public_key", public_key, "the key that signs its webhooks"),
-            ] {
-                if value.is_none() {
-                    return Err(Error::unprocessable(format!(
-                        "integration {integration_id} has no credentials.{field} ({why}); \
-                         add it with PATCH /api/integrations/{integration_id}"
-                    )));
-                }
-            }
-        }
+        super::telephony::ready_for_calls(&integration_id, &credentials)?;
         let (gateway, urls) = self.gateway.as_ref().ok_or_else(|| {
             Error::Unavailable("telephony is not configured on this server".to_owned())
         })?;
@@ -287,7 +265,9 @@ impl Service {
             GatewayError::Rejected { code, message } => {
                 Error::Upstream(format!("{message} (code {code})"))
             }
-            GatewayError::Unavailable(sentence) => Error::Upstream(sentence),
+            GatewayError::Unavailable(sentence) | GatewayError::Unknown(sentence) => {
+                Error::Upstream(sentence)
+            }
         };
         let provider_number_id = gateway
             .find_number(&credentials, &number.phone_number)

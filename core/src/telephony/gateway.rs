@@ -23,6 +23,38 @@ pub struct NumberWebhooks {
 pub trait WebhookUrls: Send + Sync + 'static {
     /// Where the numbers of the integration `integration_id` send their calls and reports.
     fn number_webhooks(&self, integration_id: &str) -> NumberWebhooks;
+
+    /// Where Twilio reports on the outbound call `call_sid` it places for the integration
+    /// `integration_id`: `{public_url}/telephony/twilio/{integration_id}/status/{call_sid}`.
+    fn call_status_url(&self, integration_id: &str, call_sid: &str) -> String;
+
+    /// The URL a provider called, as it signed it: `public_url` followed by the path (and
+    /// query) of the request as this server received it.
+    fn public_url_of(&self, path_and_query: &str) -> String;
+}
+
+/// An outbound call to place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialRequest {
+    /// voiceplane's id of the call: Twilio's stream parameter, Telnyx's `client_state` and
+    /// `command_id` (which makes Telnyx deduplicate a repeated request).
+    pub call_sid: String,
+    /// The agent, a stream parameter.
+    pub agent_id: String,
+    /// Whom to call, E.164.
+    pub to: String,
+    /// The number to call from, E.164.
+    pub from: String,
+    /// Where the call's media goes: `{runtime_stream_url}/{call_sid}`.
+    pub stream_url: String,
+    /// Twilio's `StatusCallback` for this call.
+    pub status_url: String,
+    /// Telnyx's `webhook_url`: the integration's events URL.
+    pub events_url: String,
+    /// How long it may ring, in seconds.
+    pub ring_timeout_secs: u32,
+    /// Whether the provider should tell a person from a machine.
+    pub machine_detection: bool,
 }
 
 /// Why a provider request did not do what was asked. The texts name the provider and what
@@ -38,8 +70,19 @@ pub enum GatewayError {
         /// The provider's message, shortened.
         message: String,
     },
-    /// The provider could not be asked: unreachable, no answer in time, 429 or a 5xx.
+    /// The provider could not be asked, and certainly did nothing: unreachable, 429 or a 5xx.
     Unavailable(String),
+    /// The request may or may not have reached the provider: no answer in time, or the
+    /// connection broke after it was sent. Sending it again might do it twice.
+    Unknown(String),
+}
+
+impl GatewayError {
+    /// Whether the provider says the call it was asked about no longer exists (Twilio 20404,
+    /// Telnyx 90018): it has ended.
+    pub fn call_is_gone(&self) -> bool {
+        matches!(self, Self::Rejected { code, .. } if code == "20404" || code == "90018")
+    }
 }
 
 /// A telephony provider's API, for the integrations' credentials.
@@ -61,5 +104,40 @@ pub trait TelephonyGateway: Send + Sync + 'static {
         credentials: &TelephonyCredentials,
         number_id: &str,
         webhooks: &NumberWebhooks,
+    ) -> Result<(), GatewayError>;
+
+    /// Places `dial` and answers the provider's id of the new call. Never retried by the
+    /// gateway: the caller decides, from the error, whether sending again is safe.
+    async fn dial(
+        &self,
+        credentials: &TelephonyCredentials,
+        dial: &DialRequest,
+    ) -> Result<String, GatewayError>;
+
+    /// Telnyx: answers the incoming call `call_control_id`, streaming its media to
+    /// `stream_url`; `call_sid` is the `client_state` and `command_id`.
+    async fn answer(
+        &self,
+        credentials: &TelephonyCredentials,
+        call_control_id: &str,
+        stream_url: &str,
+        call_sid: &str,
+    ) -> Result<(), GatewayError>;
+
+    /// Telnyx: rejects the incoming call `call_control_id` (`CALL_REJECTED`).
+    async fn reject(
+        &self,
+        credentials: &TelephonyCredentials,
+        call_control_id: &str,
+        call_sid: &str,
+    ) -> Result<(), GatewayError>;
+
+    /// Ends the call `provider_call_id`: Twilio `canceled` before it is `answered`, `completed`
+    /// after; Telnyx `actions/hangup`.
+    async fn hangup(
+        &self,
+        credentials: &TelephonyCredentials,
+        provider_call_id: &str,
+        answered: bool,
     ) -> Result<(), GatewayError>;
 }

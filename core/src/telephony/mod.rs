@@ -193,6 +193,24 @@ impl TelephonyCredentials {
     }
 }
 
+/// voiceplane's call id as Telnyx's `client_state` (base64), which Telnyx sends back with
+/// every event of the call.
+pub fn client_state(call_sid: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(call_sid)
+}
+
+/// The call id a `client_state` of [`client_state`] carries; `None` for any other state.
+pub fn call_sid_of_client_state(state: &str) -> Option<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(state)
+        .ok()?;
+    String::from_utf8(bytes)
+        .ok()
+        .filter(|sid| crate::ids::IdKind::Call.matches(sid))
+}
+
 /// What a validation probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeOutcome {

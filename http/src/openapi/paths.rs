@@ -128,7 +128,10 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
         // `Idempotency-Key`: still running, or used with another request.
         statuses.extend([409, 422]);
     }
-    if meta.auth != Auth::None {
+    if meta.auth == Auth::Provider {
+        // A bad signature; the per-IP block after too many; telephony not configured.
+        statuses.extend([400, 403, 413, 429, 503]);
+    } else if meta.auth != Auth::None {
         statuses.extend([401, 403, 503]);
         if meta.auth == Auth::Organization {
             statuses.push(429);
@@ -145,6 +148,7 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
         Input::EmptyJson => statuses.push(415),
         Input::Json(_) | Input::JsonOrMultipart(_) => statuses.extend([400, 413, 415]),
         Input::Audio => statuses.extend([413, 415]),
+        Input::Form => statuses.push(413),
     }
     statuses.sort_unstable();
     statuses.dedup();
@@ -237,6 +241,23 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
                 ),
             );
         }
+        Output::Xml => {
+            out.insert(
+                "200".to_owned(),
+                response_object(
+                    "The TwiML document that tells Twilio what to do with the call.",
+                    json!({"text/xml": {
+                        "schema": {"type": "string"},
+                        "example": voiceplane_core::telephony::twiml::connect_stream(
+                            "wss://runtime.example.com/media/call_0123456789abcdef01234567",
+                            "call_0123456789abcdef01234567",
+                            "agent_0123456789ab",
+                        ),
+                    }}),
+                    &[],
+                ),
+            );
+        }
         Output::AudioRange => {
             out.insert(
                 "200".to_owned(),
@@ -307,6 +328,27 @@ fn request_body(input: &Input) -> Option<Value> {
                 },
             },
         }),
+        Input::Form => json!({
+            "required": true,
+            "content": {
+                "application/x-www-form-urlencoded": {
+                    "schema": {
+                        "type": "object",
+                        "description": "The provider's fields (`CallSid`, `From`, `To`, \
+                            `CallStatus`, …), every one covered by the signature.",
+                        "additionalProperties": {"type": "string"},
+                    },
+                    "example": {
+                        "CallSid": "CA0123456789abcdef0123456789abcdef",
+                        "AccountSid": "AC0123456789abcdef0123456789abcdef",
+                        "From": "+33612345678",
+                        "To": "+14155550100",
+                        "Direction": "inbound",
+                        "CallStatus": "ringing",
+                    },
+                },
+            },
+        }),
         Input::Audio => json!({
             "description": "The recording's bytes, streamed. Sent as `application/octet-stream`, \
                 the format is told by the first bytes (`RIFF….WAVE` is WAV; an `ID3` tag or an \
@@ -358,6 +400,10 @@ pub(super) fn operation(meta: &Operation, tag: &str, op: &OpSpec) -> Value {
         }
         Auth::Invitee => {
             object.insert("security".to_owned(), json!([{"Bearer": []}]));
+        }
+        // The provider's signature, checked by the operation, is the credential.
+        Auth::Provider => {
+            object.insert("security".to_owned(), json!([]));
         }
     }
     if !params.is_empty() {

@@ -23,6 +23,8 @@ pub(crate) enum Input {
     JsonOrMultipart(Value),
     /// Raw audio bytes (`audio/wav` or `audio/mpeg`).
     Audio,
+    /// A form (`application/x-www-form-urlencoded`) of text fields, as a provider posts it.
+    Form,
 }
 
 /// What an operation answers when it succeeds.
@@ -41,6 +43,8 @@ pub(crate) enum Output {
     AudioAttachment,
     /// `200` or `206` with a recording's bytes, honouring `Range`.
     AudioRange,
+    /// `200` with an XML document (TwiML).
+    Xml,
 }
 
 impl Default for Output {

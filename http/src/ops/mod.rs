@@ -26,6 +26,7 @@ mod members;
 mod meta;
 mod organization;
 mod phone_numbers;
+mod telephony;
 mod tools;
 mod voices;
 mod webhooks;
@@ -53,6 +54,7 @@ pub const AREAS: &[Area] = &[
     events::AREA,
     audit::AREA,
     webhooks::AREA,
+    telephony::AREA,
 ];
 
 /// Every operation, area by area.

@@ -14,6 +14,9 @@ use crate::api::Api;
 use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
+use crate::ops::telephony::{
+    TELNYX_EVENTS_PATH, TWILIO_CALL_STATUS_PATH, TWILIO_STATUS_PATH, TWILIO_VOICE_PATH,
+};
 
 pub(crate) const AREA: Area = Area {
     tag: "phone-numbers",
@@ -163,29 +166,36 @@ async fn phone_number_connect(
     ))
 }
 
-/// The provider webhooks a connected number is pointed at, under `public_url`.
-const TWILIO_VOICE: &str = "/telephony/twilio/{integration_id}/voice";
-const TWILIO_STATUS: &str = "/telephony/twilio/{integration_id}/status";
-const TELNYX_EVENTS: &str = "/telephony/telnyx/{integration_id}/events";
-
 struct ProviderWebhooks {
     public_url: String,
 }
 
+impl ProviderWebhooks {
+    fn url(&self, template: &str, integration_id: &str) -> String {
+        format!(
+            "{}{}",
+            self.public_url,
+            template.replace("{integration_id}", integration_id)
+        )
+    }
+}
+
 impl WebhookUrls for ProviderWebhooks {
     fn number_webhooks(&self, integration_id: &str) -> NumberWebhooks {
-        let url = |template: &str| {
-            format!(
-                "{}{}",
-                self.public_url,
-                template.replace("{integration_id}", integration_id)
-            )
-        };
         NumberWebhooks {
-            twilio_voice_url: url(TWILIO_VOICE),
-            twilio_status_url: url(TWILIO_STATUS),
-            telnyx_events_url: url(TELNYX_EVENTS),
+            twilio_voice_url: self.url(TWILIO_VOICE_PATH, integration_id),
+            twilio_status_url: self.url(TWILIO_STATUS_PATH, integration_id),
+            telnyx_events_url: self.url(TELNYX_EVENTS_PATH, integration_id),
         }
+    }
+
+    fn call_status_url(&self, integration_id: &str, call_sid: &str) -> String {
+        self.url(TWILIO_CALL_STATUS_PATH, integration_id)
+            .replace("{call_sid}", call_sid)
+    }
+
+    fn public_url_of(&self, path_and_query: &str) -> String {
+        format!("{}{path_and_query}", self.public_url)
     }
 }
 

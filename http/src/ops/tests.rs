@@ -179,6 +179,7 @@ fn readme_table() -> String {
             Auth::Organization => "organization",
             Auth::None => "none",
             Auth::Invitee => "bearer JWT",
+            Auth::Provider => "provider signature",
         };
         table.push_str(&format!(
             "| {} | `{}` | `{}` | {credentials} | {} |\n",

@@ -79,6 +79,34 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
     }
 }
 
+/// Runs a provider's webhook behind the per-IP limit of failed authentications: a client
+/// that keeps sending bad signatures is blocked like one that keeps sending bad keys.
+/// Providers do not send idempotency keys (they repeat themselves, and the operations are
+/// idempotent by the provider's call id) and have no credential budget.
+async fn provider_webhook(
+    api: &Api,
+    op: &'static Operation,
+    captures: Captures,
+    parts: Parts,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let limits = api.limits.as_deref();
+    let ip =
+        limits.and_then(|l| l.client_ip(ratelimit::peer_of(&parts.extensions), &parts.headers));
+    if let Some(l) = limits {
+        l.check_blocked(ip)?;
+    }
+    let result = op.run(api.clone(), parts, captures, body).await;
+    let refused = match &result {
+        Ok(response) => response.status() == http::StatusCode::FORBIDDEN,
+        Err(e) => e.status() == http::StatusCode::FORBIDDEN,
+    };
+    if refused && let Some(l) = limits {
+        l.auth_failed(ip)?;
+    }
+    result
+}
+
 /// Runs `op` behind the protections.
 pub(crate) async fn run(
     api: &Api,
@@ -97,6 +125,7 @@ pub(crate) async fn run(
             parts.extensions.insert(Authenticated(actor.clone()));
             Some(actor)
         }
+        Auth::Provider => return provider_webhook(api, op, captures, parts, body).await,
         Auth::None | Auth::Invitee => None,
     };
     let result = match idempotency::key_of(&parts.headers) {

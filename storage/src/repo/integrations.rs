@@ -16,7 +16,7 @@ use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, parse_enum, ts};
 use crate::entity::{integration, phone_number};
 
-fn integration_from(m: integration::Model) -> Result<Integration> {
+pub(super) fn integration_from(m: integration::Model) -> Result<Integration> {
     Ok(Integration {
         status: parse_enum("integrations.status", &m.status)?,
         integration_id: m.integration_id,

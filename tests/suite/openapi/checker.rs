@@ -12,7 +12,8 @@ use voiceplane_suite::{
     ApiCaller, agent_body, merged, mount_twilio_account, mount_twilio_numbers,
     mount_voice_catalogue,
 };
-use wiremock::MockServer;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::schema::Schemas;
 use super::{deref, document};
@@ -215,8 +216,18 @@ pub(super) async fn fake_upstreams() -> MockServer {
     )
     .await;
     mount_voice_catalogue(&upstream, VOICE_KEYS).await;
+    Mock::given(method("POST"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{TWILIO_SID}/Calls.json"
+        )))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"sid": TWILIO_CALL_SID})))
+        .mount(&upstream)
+        .await;
     upstream
 }
+
+/// The Twilio id of the scenario's dialed call.
+pub(super) const TWILIO_CALL_SID: &str = "CA0123456789abcdef0123456789abcdef";
 
 /// A few bytes of a WAV file.
 pub(super) fn wav_bytes() -> Vec<u8> {

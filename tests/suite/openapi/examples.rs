@@ -60,6 +60,19 @@ fn every_json_body_has_an_example_that_validates() {
                     checked += 1;
                 }
             }
+        } else if here.ends_with("application/x-www-form-urlencoded") {
+            // A provider's form: text fields.
+            let example = &media["example"];
+            assert!(example.is_object(), "{here}: no example");
+            for e in v.errors(schema, example) {
+                bad.push(format!(
+                    "{here}: {} at {:?}: {}",
+                    e.keyword, e.at, e.message
+                ));
+            }
+        } else if here.ends_with("text/xml") {
+            let example = media["example"].as_str().unwrap_or_default();
+            assert!(example.starts_with("<?xml"), "{here}: no XML example");
         } else if here.ends_with("multipart/form-data") {
             // A file upload: its example would be bytes.
             assert!(schema["properties"]["file"]["format"] == "binary", "{here}");

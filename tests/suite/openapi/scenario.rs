@@ -299,6 +299,159 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         )
         .await;
     assert_eq!(connected["data"]["provider_number_id"], TWILIO_NUMBER_SID);
+
+    // Calls that happen: the provider's webhooks, a dial, its session and hangup.
+    c.expect(
+        M::PATCH,
+        "/api/organization/settings",
+        Body::Json(json!({"runtime_stream_url": "wss://rt.example.com/media"})),
+        200,
+    )
+    .await;
+    let twilio = |hook: &str, params: &[(&str, &str)]| {
+        let path = format!("/telephony/twilio/{integration_id}/{hook}");
+        let owned: Vec<(String, String)> = params
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let signature = voiceplane_core::telephony::signature::twilio_signature(
+            TWILIO_TOKEN,
+            &server.url(&path),
+            &owned,
+        );
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(&owned)
+            .finish();
+        (path, signature, body)
+    };
+    let form = "application/x-www-form-urlencoded".to_owned();
+    let (path, signature, body) = twilio(
+        "voice",
+        &[
+            ("CallSid", "CA00000000000000000000000000000001"),
+            ("From", "+33612345678"),
+            ("To", "+14155550100"),
+        ],
+    );
+    let twiml = anonymous
+        .send_with(
+            M::POST,
+            &path,
+            Body::Raw(form.clone(), body.into_bytes()),
+            &[("x-twilio-signature", &signature)],
+        )
+        .await;
+    assert_eq!(twiml.status, 200);
+    assert!(String::from_utf8_lossy(&twiml.bytes).contains("<Connect><Stream"));
+    let (path, signature, body) = twilio(
+        "status",
+        &[
+            ("CallSid", "CA00000000000000000000000000000001"),
+            ("CallStatus", "completed"),
+        ],
+    );
+    anonymous
+        .send_with(
+            M::POST,
+            &path,
+            Body::Raw(form.clone(), body.clone().into_bytes()),
+            &[("x-twilio-signature", &signature)],
+        )
+        .await;
+    anonymous
+        .expect(
+            M::POST,
+            &path,
+            Body::Raw(form.clone(), body.into_bytes()),
+            403,
+        )
+        .await;
+    let dialed = c
+        .expect(
+            M::POST,
+            "/api/calls/dial",
+            Body::Json(json!({"agent_id": agent_id, "to_number": "+14155550123",
+                              "from_phone_number_id": number_id,
+                              "dynamic_variables": {"first_name": "Ada"}})),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let dialed_sid = str_of(&dialed, "call_sid");
+    c.expect(
+        M::POST,
+        &format!("/api/calls/{dialed_sid}/hangup"),
+        Body::None,
+        202,
+    )
+    .await;
+    let (path, signature, body) = twilio(
+        &format!("status/{dialed_sid}"),
+        &[("CallSid", TWILIO_CALL_SID), ("CallStatus", "ringing")],
+    );
+    anonymous
+        .send_with(
+            M::POST,
+            &path,
+            Body::Raw(form.clone(), body.into_bytes()),
+            &[("x-twilio-signature", &signature)],
+        )
+        .await;
+    c.expect(
+        M::GET,
+        &format!("/api/calls/{dialed_sid}/session"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        &format!("/api/calls?phone_number_id={number_id}"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/calls/dial",
+        Body::Json(json!({"agent_id": agent_id,
+        "to_number": "+14155550123", "from_phone_number_id": "phon_000000000000"})),
+        404,
+    )
+    .await;
+    let telnyx = c
+        .expect(
+            M::POST,
+            "/api/integrations",
+            Body::Json(
+                json!({"name": "Telnyx", "provider": "telnyx", "category": "telephony",
+                "credentials": {"api_key": "KEY0123", "connection_id": "1494404757140276705",
+                                "public_key": crate::telephony::line::telnyx_public_key()}}),
+            ),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let event = json!({"data": {"event_type": "call.speak.ended", "id": "e1",
+                                "occurred_at": "2026-01-01T00:00:00Z",
+                                "payload": {"call_control_id": "v3:x"}}})
+    .to_string();
+    let at = (ctx.clock.peek().as_micros() / 1_000_000).to_string();
+    let signature = crate::telephony::line::telnyx_signature(&at, &event);
+    anonymous
+        .send_with(
+            M::POST,
+            &format!(
+                "/telephony/telnyx/{}/events",
+                str_of(&telnyx, "integration_id")
+            ),
+            Body::Raw("application/json".to_owned(), event.into_bytes()),
+            &[
+                ("telnyx-signature-ed25519", &signature),
+                ("telnyx-timestamp", &at),
+            ],
+        )
+        .await;
     let unassigned = c
         .expect(
             M::PATCH,
@@ -341,13 +494,18 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         .clone();
     let call_sid = str_of(&call, "call_sid");
     let first = c
-        .expect(M::GET, "/api/calls?limit=1", Body::None, 200)
+        .expect(
+            M::GET,
+            "/api/calls?limit=1&from_number=%2B14155550199",
+            Body::None,
+            200,
+        )
         .await;
     let cursor = str_of(&first["pagination"], "next_cursor");
     let last = c
         .expect(
             M::GET,
-            &format!("/api/calls?limit=1&cursor={cursor}"),
+            &format!("/api/calls?limit=1&from_number=%2B14155550199&cursor={cursor}"),
             Body::None,
             200,
         )

@@ -1,6 +1,9 @@
 //! Telephony (DESIGN §18): where calls' media streams go, and numbers connected at their
 //! provider (against a fake Twilio and Telnyx that record every request).
 
+mod dial;
+mod inbound;
+pub(crate) mod line;
 mod signatures;
 
 use reqwest::{Method, StatusCode};

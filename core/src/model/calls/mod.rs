@@ -4,6 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::telephony::TelephonyProvider;
+use crate::telephony::progress::AnsweredBy;
 use crate::time::Timestamp;
 
 mod queries;
@@ -118,11 +122,119 @@ pub struct Call {
     pub end_reason: Option<String>,
     /// e.g. `billed`.
     pub billing_status: Option<String>,
+    /// The telephony provider that carries the call; `null` for a call recorded through the
+    /// API.
+    pub provider: Option<TelephonyProvider>,
+    /// The provider's id of the call (Twilio `CallSid`, Telnyx `call_control_id`): one call
+    /// per provider call id.
+    pub provider_call_id: Option<String>,
+    /// The organization's number the call came in on or went out from.
+    pub phone_number_id: Option<String>,
+    /// Who answered an outbound call, as the provider's machine detection tells.
+    pub answered_by: Option<AnsweredBy>,
+    /// Values the runtime fills into the agent's prompt, set by the dial.
+    pub dynamic_variables: BTreeMap<String, String>,
+    /// The caller's own data about the call, set by the dial.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Why the provider refused the call, when it did.
+    pub provider_error: Option<ProviderError>,
+    /// The version of the agent the call runs with.
+    pub agent_version: Option<i64>,
+    /// The callee's IANA time zone, when the dial named one.
+    pub timezone: Option<String>,
+    /// When the dial was handed to the provider: marked before the request is sent, so that
+    /// a dial whose outcome is unknown is never sent twice (not serialized).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub dial_started_at: Option<Timestamp>,
     /// The stored recording, if one was uploaded (not serialized: the call's JSON has no
     /// recording field).
     #[serde(skip_serializing)]
     #[cfg_attr(feature = "openapi", schemars(skip))]
     pub recording: Option<Recording>,
+}
+
+impl Call {
+    /// A new call `call_sid` of `agent` (none for a call refused before any agent took it) in
+    /// the organization, to `to_number`, recorded `now`: `queued`, recorded as the agent
+    /// records, and nothing else known yet.
+    pub fn new(
+        call_sid: String,
+        organization_id: &str,
+        agent: Option<&crate::model::Agent>,
+        call_type: CallType,
+        to_number: String,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            call_sid,
+            to_number,
+            from_number: None,
+            agent_id: agent.map(|a| a.agent_id.clone()).unwrap_or_default(),
+            agent_name: agent.map(|a| a.agent_name.clone()),
+            organization_id: organization_id.to_owned(),
+            call_type,
+            status: CallStatus::Queued,
+            recording_enabled: agent.is_some_and(|a| a.recording_enabled),
+            total_cost: 0.0,
+            duration_seconds: None,
+            turn_count: 0,
+            created_at: now,
+            updated_at: now,
+            start_time: None,
+            end_time: None,
+            end_reason: None,
+            billing_status: None,
+            provider: None,
+            provider_call_id: None,
+            phone_number_id: None,
+            answered_by: None,
+            dynamic_variables: BTreeMap::new(),
+            metadata: serde_json::Map::new(),
+            provider_error: None,
+            agent_version: None,
+            timezone: None,
+            dial_started_at: None,
+            recording: None,
+        }
+    }
+}
+
+/// A provider's refusal of a call: its error code and message (never a credential).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct ProviderError {
+    /// The provider's code (`21211`, `10015`, …), or the HTTP status.
+    pub code: String,
+    /// The provider's message, shortened.
+    pub message: String,
+}
+
+/// Body of `POST /api/calls/dial`.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Dial {
+    /// The agent that talks; must exist in the organization.
+    pub agent_id: String,
+    /// Whom to call, E.164.
+    pub to_number: String,
+    /// The organization's number to call from; it must support outbound calls and have an
+    /// integration.
+    pub from_phone_number_id: String,
+    /// Values the runtime fills into the agent's prompt: names of letters, digits and `_`
+    /// (at most 64 characters) to strings (at most 1,000), at most 50 of them.
+    #[serde(default)]
+    pub dynamic_variables: Option<BTreeMap<String, String>>,
+    /// The caller's own data about the call, returned with it (at most 16 KiB of JSON).
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The callee's IANA time zone (`Europe/Paris`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// The published version of the agent to use instead of its deployment.
+    #[serde(default)]
+    pub agent_version: Option<i64>,
 }
 
 /// Body of `POST /api/calls`.

@@ -27,6 +27,9 @@ pub struct CallFilter {
     /// Only calls from this E.164 number (send `+` as `%2B`).
     #[serde(default, deserialize_with = "empty_as_none")]
     pub from_number: Option<String>,
+    /// Only calls that came in on or went out from this phone number (its id).
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub phone_number_id: Option<String>,
     /// Only calls created at or after this instant (RFC 3339).
     #[serde(default)]
     pub created_after: Option<Timestamp>,
@@ -58,6 +61,8 @@ pub struct CallQuery {
     pub to_number: Option<String>,
     /// Only from this number.
     pub from_number: Option<String>,
+    /// Only through this phone number of the organization.
+    pub phone_number_id: Option<String>,
     /// `created_at >= created_after`.
     pub created_after: Option<Timestamp>,
     /// `created_at < created_before`.
@@ -75,7 +80,7 @@ impl CallQuery {
             return String::new();
         }
         let micros = |t: Option<Timestamp>| t.map(|t| t.as_micros().to_string());
-        let canonical = serde_json::json!([
+        let mut canonical = serde_json::json!([
             self.status.map(CallStatus::as_str),
             self.call_type.map(CallType::as_str),
             self.agent_id,
@@ -85,6 +90,10 @@ impl CallQuery {
             micros(self.created_before),
             self.terms,
         ]);
+        // Appended only when given, so that cursors of the older filters stay valid.
+        if let (Some(id), Some(list)) = (&self.phone_number_id, canonical.as_array_mut()) {
+            list.push(serde_json::json!({ "phone_number_id": id }));
+        }
         Sha256::digest(canonical.to_string().as_bytes())[..6]
             .iter()
             .map(|b| format!("{b:02x}"))

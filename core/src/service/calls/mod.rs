@@ -42,27 +42,18 @@ impl Service {
             .as_deref()
             .map(|n| validate::e164("from_number", n))
             .transpose()?;
-        let call = Call {
-            call_sid: self.id(IdKind::Call),
+        let mut call = Call::new(
+            self.id(IdKind::Call),
+            &actor.organization_id,
+            Some(&agent),
+            input.call_type,
             to_number,
-            from_number,
-            agent_id: agent.agent_id,
-            agent_name: Some(agent.agent_name),
-            organization_id: actor.organization_id.clone(),
-            call_type: input.call_type,
-            status: input.status.unwrap_or(CallStatus::Queued),
-            recording_enabled: input.recording_enabled.unwrap_or(agent.recording_enabled),
-            total_cost: 0.0,
-            duration_seconds: None,
-            turn_count: 0,
-            created_at,
-            updated_at: now,
-            start_time: None,
-            end_time: None,
-            end_reason: None,
-            billing_status: None,
-            recording: None,
-        };
+            now,
+        );
+        call.from_number = from_number;
+        call.created_at = created_at;
+        call.status = input.status.unwrap_or(CallStatus::Queued);
+        call.recording_enabled = input.recording_enabled.unwrap_or(agent.recording_enabled);
         let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
         self.after_write(self.repo.call_insert(&call, &event).await)?;
         Ok(call)

@@ -48,6 +48,11 @@ fn call_query(filter: &CallFilter, search: Option<&CallSearch>) -> Result<CallQu
             .transpose()?,
         to_number: number("to_number", &filter.to_number)?,
         from_number: number("from_number", &filter.from_number)?,
+        phone_number_id: filter
+            .phone_number_id
+            .as_deref()
+            .map(|id| IdKind::PhoneNumber.parse(id))
+            .transpose()?,
         created_after: filter.created_after,
         created_before: filter.created_before,
         terms,

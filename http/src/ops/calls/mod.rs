@@ -6,11 +6,12 @@ pub(super) mod transcripts;
 
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
-    Call, CallFilter, CallSearch, CallStats, CallUpdate, NewCall, Outcome, StatsGrouping,
+    Call, CallFilter, CallSearch, CallStats, CallUpdate, Dial, NewCall, Outcome, StatsGrouping,
 };
 use voiceplane_core::page::{Page, PageParams};
+use voiceplane_core::service::CallSession;
 
-use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
+use crate::endpoint::{Accepted, Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -19,11 +20,14 @@ pub(crate) const AREA: Area = Area {
     about: "Calls handled by the organization's agents.",
     operations: &[
         CALL_CREATE,
+        CALL_DIAL,
         CALL_LIST,
         CALL_STATS,
         CALL_VIEW,
         CALL_UPDATE,
         CALL_DELETE,
+        CALL_HANGUP,
+        CALL_SESSION,
     ],
 };
 
@@ -61,8 +65,8 @@ fn plus_restored(mut filter: CallFilter) -> CallFilter {
 const CALL_LIST: Operation = Operation::get("/api/calls", handler!(call_list)).doc(
     "List calls",
     "Lists calls, newest first, with optional filters combined with AND (`status`, \
-     `call_type`, `agent_id`, `to_number`, `from_number`, `created_after`, \
-     `created_before`) and `q`, which keeps calls whose transcript has every word of it. \
+     `call_type`, `agent_id`, `to_number`, `from_number`, `phone_number_id`, \
+     `created_after`, `created_before`) and `q`, which keeps calls whose transcript has every word of it. \
      A cursor only continues the filters it was issued for (400 otherwise). Needs \
      `calls:read` (every role).",
 );
@@ -152,4 +156,71 @@ async fn call_delete(
     (actor,): (Actor,),
 ) -> Result<Outcome<Call>, ApiError> {
     Ok(cx.service().call_delete(&actor, &call_sid).await?)
+}
+
+const CALL_DIAL: Operation = Operation::post("/api/calls/dial", handler!(call_dial))
+    .errors(&[404, 422])
+    .doc(
+        "Place an outbound call",
+        "Calls `to_number` from the organization's number `from_phone_number_id` through its \
+         integration, answered by `agent_id` in the voice runtime (the call streams to \
+         `{runtime_stream_url}/{call_sid}`). Answers 201 with the call `queued`; a durable job \
+         places it, and the provider's reports move it on (`call.updated`). A person is never \
+         called twice for one dial: a dial whose outcome cannot be known (the provider did not \
+         answer in time, or the server stopped while sending) is not sent again, and the call \
+         ends `failed` with `end_reason` `dial_outcome_unknown` until the provider reports \
+         otherwise; a provider's refusal ends it `failed` (`provider_rejected`) with \
+         `provider_error`. Refused before anything is recorded: an unknown agent or number \
+         (404); a number that does not place calls, has no integration, or whose Telnyx \
+         integration lacks `connection_id` or `public_key`, or no `runtime_stream_url` (422). \
+         Needs `calls:write` (agent_manager or admin).",
+    );
+
+async fn call_dial(
+    cx: Cx,
+    (): (),
+    (actor, Json(input)): (Actor, Json<Dial>),
+) -> Result<Created<Call>, ApiError> {
+    let call = cx.service().call_dial(&actor, input).await?;
+    Ok(Created::member(&cx, call, |c| &c.call_sid))
+}
+
+const CALL_HANGUP: Operation =
+    Operation::post("/api/calls/{call_sid}/hangup", handler!(call_hangup))
+        .errors(&[409, 422, 502])
+        .doc(
+            "Hang up a call",
+            "Ends a call placed or received through a provider: a call not yet dialed is \
+             `canceled` and never dialed; a live one is hung up at its provider (Twilio \
+             `canceled` before it is answered, `completed` after; Telnyx `actions/hangup`), \
+             whose report then ends it. Answers 202 with the call as it stands. 409 when it \
+             has ended, or its provider says so; 422 for a call recorded through the API; 502 \
+             when the provider cannot be reached. Needs `calls:write` (agent_manager or \
+             admin).",
+        );
+
+async fn call_hangup(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Accepted<Call>, ApiError> {
+    Ok(Accepted(cx.service().call_hangup(&actor, &call_sid).await?))
+}
+
+const CALL_SESSION: Operation =
+    Operation::get("/api/calls/{call_sid}/session", handler!(call_session)).doc(
+        "Everything the voice runtime needs to run a call",
+        "The voice runtime's one request when a call's stream connects: the call, the \
+         configuration of the agent it runs with, the full records of the agent's \
+         `custom_tools`, and the dial's `dynamic_variables` and `metadata`. Needs \
+         `calls:read` and `agents:read` (every role; give the runtime a key scoped to them, \
+         plus `calls:write` to post transcripts and recordings back).",
+    );
+
+async fn call_session(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Data<CallSession>, ApiError> {
+    Ok(Data(cx.service().call_session(&actor, &call_sid).await?))
 }

@@ -17,7 +17,7 @@ pub mod queries;
 mod transcripts;
 
 use crate::SeaRepository;
-use crate::convert::{db_err, parse_enum, ts, ts_opt};
+use crate::convert::{db_err, from_json, parse_enum, to_json, ts, ts_opt};
 use crate::entity::call;
 
 pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
@@ -40,6 +40,28 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
         end_time: ts_opt(m.end_time),
         end_reason: m.end_reason,
         billing_status: m.billing_status,
+        provider: m
+            .provider
+            .as_deref()
+            .map(|p| parse_enum("calls.provider", p))
+            .transpose()?,
+        provider_call_id: m.provider_call_id,
+        phone_number_id: m.phone_number_id,
+        answered_by: m
+            .answered_by
+            .as_deref()
+            .map(|a| parse_enum("calls.answered_by", a))
+            .transpose()?,
+        dynamic_variables: from_json("calls.dynamic_variables", &m.dynamic_variables)?,
+        metadata: from_json("calls.metadata", &m.metadata)?,
+        provider_error: m
+            .provider_error
+            .as_deref()
+            .map(|e| from_json("calls.provider_error", e))
+            .transpose()?,
+        agent_version: m.agent_version,
+        timezone: m.timezone,
+        dial_started_at: ts_opt(m.dial_started_at),
         recording: match (m.recording_key, m.recording_content_type, m.recording_size) {
             (Some(key), Some(content_type), Some(size)) => Some(Recording {
                 key,
@@ -51,8 +73,8 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
     })
 }
 
-fn call_row(c: &Call) -> call::ActiveModel {
-    call::ActiveModel {
+pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
+    Ok(call::ActiveModel {
         call_sid: Set(c.call_sid.clone()),
         organization_id: Set(c.organization_id.clone()),
         agent_id: Set(c.agent_id.clone()),
@@ -76,14 +98,24 @@ fn call_row(c: &Call) -> call::ActiveModel {
         recording_size: Set(c.recording.as_ref().map(|r| r.size)),
         // Only transcript appends move it.
         message_seq: sea_orm::ActiveValue::NotSet,
-    }
+        provider: Set(c.provider.map(|p| p.as_str().to_owned())),
+        provider_call_id: Set(c.provider_call_id.clone()),
+        phone_number_id: Set(c.phone_number_id.clone()),
+        answered_by: Set(c.answered_by.map(|a| a.as_str().to_owned())),
+        dynamic_variables: Set(to_json(&c.dynamic_variables)?),
+        metadata: Set(to_json(&c.metadata)?),
+        provider_error: Set(c.provider_error.as_ref().map(to_json).transpose()?),
+        agent_version: Set(c.agent_version),
+        timezone: Set(c.timezone.clone()),
+        dial_started_at: Set(c.dial_started_at.map(Timestamp::as_micros)),
+    })
 }
 
 #[async_trait]
 impl CallRepository for SeaRepository {
     async fn call_insert(&self, call: &Call, event: &Event) -> Result<()> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        call::Entity::insert(call_row(call))
+        call::Entity::insert(call_row(call)?)
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
@@ -121,6 +153,9 @@ impl CallRepository for SeaRepository {
             return Ok(None);
         };
         let c = event.change(&before, change)?;
+        if c == before {
+            return Ok(Some(c));
+        }
         call::Entity::update_many()
             .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
             .col_expr(call::Column::EndReason, Expr::val(c.end_reason.clone()))
@@ -140,12 +175,33 @@ impl CallRepository for SeaRepository {
             .col_expr(call::Column::TotalCost, Expr::val(c.total_cost))
             .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
             .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
+            .col_expr(
+                call::Column::ProviderCallId,
+                Expr::val(c.provider_call_id.clone()),
+            )
+            .col_expr(
+                call::Column::AnsweredBy,
+                Expr::val(c.answered_by.map(|a| a.as_str())),
+            )
+            .col_expr(
+                call::Column::ProviderError,
+                Expr::val(c.provider_error.as_ref().map(to_json).transpose()?),
+            )
+            .col_expr(
+                call::Column::DialStartedAt,
+                Expr::val(c.dial_started_at.map(Timestamp::as_micros)),
+            )
             .filter(call::Column::CallSid.eq(&c.call_sid))
             .filter(call::Column::OrganizationId.eq(&c.organization_id))
             .exec(&txn)
             .await
             .map_err(db_err)?;
-        record_event(&txn, organization_id, &event.updated(&before, &c)?).await?;
+        let event = event.updated(&before, &c)?;
+        // A change of what the API does not show (the mark of a dial about to be sent) is
+        // written, but is no event.
+        if serde_json::to_value(&before).ok().as_ref() != Some(&event.data) {
+            record_event(&txn, organization_id, &event).await?;
+        }
         txn.commit().await.map_err(db_err)?;
         Ok(Some(c))
     }

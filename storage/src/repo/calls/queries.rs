@@ -80,6 +80,9 @@ fn filtered(
     if let Some(number) = &query.from_number {
         select = select.filter(call::Column::FromNumber.eq(number));
     }
+    if let Some(id) = &query.phone_number_id {
+        select = select.filter(call::Column::PhoneNumberId.eq(id));
+    }
     if let Some(after) = query.created_after {
         select = select.filter(call::Column::CreatedAt.gte(after.as_micros()));
     }
@@ -118,6 +121,8 @@ fn sqlite_index(query: &CallQuery) -> Option<&'static str> {
     }
     Some(if query.agent_id.is_some() {
         "ix_calls_agent"
+    } else if query.phone_number_id.is_some() {
+        "ix_calls_phone_number"
     } else if query.to_number.is_some() {
         "ix_calls_to_number"
     } else if query.from_number.is_some() {

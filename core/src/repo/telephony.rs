@@ -1,0 +1,39 @@
+//! The database side of calls that happen through a provider: [`TelephonyRepository`].
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::jobs::NewJob;
+use crate::model::{Call, Event, Integration, PhoneNumber};
+use crate::telephony::TelephonyProvider;
+
+/// What the provider webhooks and the dial need beyond [`super::CallRepository`]: lookups
+/// by what a provider knows (an integration id alone, a number, its own call id), and
+/// recording a call with the jobs it starts in one transaction.
+#[async_trait]
+pub trait TelephonyRepository: Send + Sync {
+    /// An integration and its sealed credentials by id alone: a provider's webhook names the
+    /// integration, not the organization (which is the integration's).
+    async fn integration_route(
+        &self,
+        integration_id: &str,
+    ) -> Result<Option<(Integration, String)>>;
+    /// The organization's phone number `e164`.
+    async fn phone_number_find(
+        &self,
+        organization_id: &str,
+        e164: &str,
+    ) -> Result<Option<PhoneNumber>>;
+    /// Records `call` with `event` and `jobs` in one transaction; answers the call and `true`.
+    /// When a call with the same provider and provider call id exists (the provider repeating
+    /// itself, or another instance racing this one), that call and `false`, and nothing is
+    /// written.
+    async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)>;
+    /// The organization's call that `provider` knows as `provider_call_id`.
+    async fn call_find_provider(
+        &self,
+        organization_id: &str,
+        provider: TelephonyProvider,
+        provider_call_id: &str,
+    ) -> Result<Option<Call>>;
+}

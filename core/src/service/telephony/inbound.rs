@@ -1,0 +1,297 @@
+//! Calls that come in: Twilio's voice request, answered at once with TwiML, and Telnyx's
+//! `call.initiated`, answered by a durable job. Each provider call is recorded once, however
+//! often the provider repeats itself and whichever instance it reaches.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{TelnyxWebhook, TwilioWebhook, stream_url};
+use crate::error::{Error, Result};
+use crate::ids::IdKind;
+use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
+use crate::model::{Call, CallStatus, CallType, EventType, Integration};
+use crate::service::{By, Service};
+use crate::telephony::gateway::GatewayError;
+use crate::telephony::{TelephonyProvider, twiml};
+
+/// The job that answers an incoming Telnyx call, streaming it to the runtime.
+pub const TELNYX_ANSWER: &str = "telnyx.answer";
+/// The job that rejects an incoming Telnyx call voiceplane refuses.
+pub const TELNYX_REJECT: &str = "telnyx.reject";
+
+/// What an incoming call became.
+enum Inbound {
+    /// Recorded `ringing`; its media goes to `stream_url`.
+    Connect {
+        call_sid: String,
+        agent_id: String,
+        stream_url: String,
+    },
+    /// Refused: recorded `failed` (`rejected`) when the number is the integration's, else
+    /// not recorded at all.
+    Reject,
+}
+
+/// The payload of [`TELNYX_ANSWER`] and [`TELNYX_REJECT`].
+#[derive(Debug, Serialize, Deserialize)]
+struct CallCommand {
+    organization_id: String,
+    call_sid: String,
+    integration_id: String,
+    call_control_id: String,
+    /// Where the answer streams the call's media.
+    #[serde(default)]
+    stream_url: Option<String>,
+}
+
+/// An E.164 number as a provider wrote it, or nothing (`anonymous`, a SIP address).
+fn e164_or_none(number: Option<&str>) -> Option<String> {
+    number.and_then(|n| crate::validate::e164("number", n).ok())
+}
+
+impl Service {
+    /// Twilio's voice request for a call to one of the integration's numbers: the TwiML that
+    /// streams it to the agent's runtime, or the one that rejects it. 403 unless Twilio signed
+    /// it.
+    pub async fn twilio_voice(&self, integration_id: &str, hook: &TwilioWebhook) -> Result<String> {
+        let (integration, _) = self.verified_twilio(integration_id, hook).await?;
+        let provider_call_id = hook
+            .param("CallSid")
+            .ok_or_else(|| Error::invalid("CallSid is required"))?;
+        let inbound = self
+            .inbound(
+                &integration,
+                TelephonyProvider::Twilio,
+                provider_call_id,
+                hook.param("From"),
+                hook.param("To"),
+                |_, _| Vec::new(),
+            )
+            .await?;
+        Ok(match inbound {
+            Inbound::Connect {
+                call_sid,
+                agent_id,
+                stream_url,
+            } => twiml::connect_stream(&stream_url, &call_sid, &agent_id),
+            Inbound::Reject => twiml::reject(),
+        })
+    }
+
+    /// Telnyx's `call.initiated` of an incoming call: recorded, and answered or rejected by a
+    /// job written with it.
+    pub(super) async fn telnyx_incoming(
+        &self,
+        integration: &Integration,
+        payload: &serde_json::Value,
+    ) -> Result<()> {
+        let Some(call_control_id) = payload["call_control_id"].as_str() else {
+            return Ok(());
+        };
+        let command = |call: &Call, stream_url: Option<&str>| {
+            let kind = if stream_url.is_some() {
+                TELNYX_ANSWER
+            } else {
+                TELNYX_REJECT
+            };
+            let payload = CallCommand {
+                organization_id: call.organization_id.clone(),
+                call_sid: call.call_sid.clone(),
+                integration_id: integration.integration_id.clone(),
+                call_control_id: call_control_id.to_owned(),
+                stream_url: stream_url.map(str::to_owned),
+            };
+            vec![NewJob {
+                job_id: crate::jobs::new_job_id(),
+                kind: kind.to_owned(),
+                payload: serde_json::to_value(&payload).unwrap_or_default(),
+                run_at: call.created_at,
+                max_attempts: 5,
+                unique_key: Some(format!("{kind}:{}", call.call_sid)),
+            }]
+        };
+        self.inbound(
+            integration,
+            TelephonyProvider::Telnyx,
+            call_control_id,
+            payload["from"].as_str(),
+            payload["to"].as_str(),
+            command,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Records an incoming call to `to` once per `provider_call_id`, with the jobs `jobs`
+    /// makes of it and its stream URL (`None` when refused), and says whether to connect it.
+    async fn inbound(
+        &self,
+        integration: &Integration,
+        provider: TelephonyProvider,
+        provider_call_id: &str,
+        from: Option<&str>,
+        to: Option<&str>,
+        jobs: impl FnOnce(&Call, Option<&str>) -> Vec<NewJob>,
+    ) -> Result<Inbound> {
+        let org = &integration.organization_id;
+        let Some(to) = e164_or_none(to) else {
+            return Ok(Inbound::Reject);
+        };
+        let number =
+            self.repo.phone_number_find(org, &to).await?.filter(|n| {
+                n.integration_id.as_deref() == Some(integration.integration_id.as_str())
+            });
+        let Some(number) = number else {
+            // Not a number of this integration: refused, and nothing is recorded.
+            tracing::info!(
+                integration_id = %integration.integration_id,
+                "an incoming call to a number voiceplane does not know was rejected"
+            );
+            return Ok(Inbound::Reject);
+        };
+        let agent = match &number.assigned_agent_id {
+            Some(id) => self.repo.agent_get(org, id).await?,
+            None => None,
+        };
+        let runtime = match &agent {
+            Some(agent) => self.runtime_url(agent).await?,
+            None => None,
+        };
+        let now = self.now();
+        let call_sid = self.id(IdKind::Call);
+        let stream = runtime
+            .filter(|_| number.supports_inbound)
+            .map(|runtime| stream_url(&runtime, &call_sid));
+        let refused = stream.is_none();
+        let mut call = Call::new(call_sid, org, agent.as_ref(), CallType::Inbound, to, now);
+        call.from_number = e164_or_none(from);
+        call.status = if refused {
+            CallStatus::Failed
+        } else {
+            CallStatus::Ringing
+        };
+        call.end_time = refused.then_some(now);
+        call.end_reason = refused.then(|| "rejected".to_owned());
+        call.provider = Some(provider);
+        call.provider_call_id = Some(provider_call_id.to_owned());
+        call.phone_number_id = Some(number.phone_number_id.clone());
+        let jobs = jobs(&call, stream.as_deref());
+        let event = self.event(EventType::CallCreated, &call, By::System)?;
+        let (call, created) = self.after_write(self.repo.call_open(&call, &event, &jobs).await)?;
+        if created && refused {
+            tracing::info!(
+                call_sid = %call.call_sid,
+                "an incoming call was rejected: its number has no agent, takes no inbound calls, \
+                 or no runtime_stream_url is set"
+            );
+        }
+        // A repeated request answers what the first one did.
+        Ok(match call.status {
+            CallStatus::Failed if call.end_reason.as_deref() == Some("rejected") => Inbound::Reject,
+            _ => match stream {
+                Some(stream_url) if created => Inbound::Connect {
+                    call_sid: call.call_sid,
+                    agent_id: call.agent_id,
+                    stream_url,
+                },
+                _ => {
+                    let runtime = match self.repo.agent_get(org, &call.agent_id).await? {
+                        Some(agent) => self.runtime_url(&agent).await?,
+                        None => None,
+                    };
+                    match runtime {
+                        Some(runtime) => Inbound::Connect {
+                            stream_url: stream_url(&runtime, &call.call_sid),
+                            call_sid: call.call_sid,
+                            agent_id: call.agent_id,
+                        },
+                        None => Inbound::Reject,
+                    }
+                }
+            },
+        })
+    }
+
+    /// Telnyx's webhook for the integration `integration_id`: an incoming call, or news of a
+    /// call it carries. Unknown events and calls are ignored. 403 unless Telnyx signed it.
+    pub async fn telnyx_event(&self, integration_id: &str, hook: &TelnyxWebhook) -> Result<()> {
+        let (integration, _) = self.verified_telnyx(integration_id, hook).await?;
+        let Ok(body) = serde_json::from_slice::<serde_json::Value>(&hook.body) else {
+            return Err(Error::invalid("the body must be a Telnyx event in JSON"));
+        };
+        let data = &body["data"];
+        let payload = &data["payload"];
+        match data["event_type"].as_str() {
+            Some("call.initiated") if payload["direction"].as_str() == Some("incoming") => {
+                self.telnyx_incoming(&integration, payload).await
+            }
+            Some(event_type) => {
+                self.telnyx_progress(&integration, event_type, payload)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Runs [`TELNYX_ANSWER`] and [`TELNYX_REJECT`].
+pub(in crate::service) struct TelnyxCommand(pub(in crate::service) Service);
+
+#[async_trait]
+impl JobHandler for TelnyxCommand {
+    async fn run(&self, job: &Job) -> std::result::Result<Done, JobError> {
+        let service = &self.0;
+        let command: CallCommand = serde_json::from_value(job.payload.clone())
+            .map_err(|e| JobError::Fail(format!("unreadable payload: {e}")))?;
+        let Some(call) = service
+            .repo
+            .call_get(&command.organization_id, &command.call_sid)
+            .await?
+        else {
+            return Ok(Done::Finished);
+        };
+        let Some((_, sealed)) = service
+            .repo
+            .integration_get_sealed(&command.organization_id, &command.integration_id)
+            .await?
+        else {
+            return Err(JobError::Fail("the integration was deleted".to_owned()));
+        };
+        let credentials = service.open_credentials(&command.integration_id, &sealed)?;
+        let (gateway, _) = service.telephony_gateway()?;
+        let sent = match &command.stream_url {
+            Some(stream_url) => {
+                if crate::telephony::progress::is_terminal(call.status) {
+                    // The caller hung up before the answer went out.
+                    return Ok(Done::Finished);
+                }
+                gateway
+                    .answer(
+                        &credentials,
+                        &command.call_control_id,
+                        stream_url,
+                        &call.call_sid,
+                    )
+                    .await
+            }
+            None => {
+                gateway
+                    .reject(&credentials, &command.call_control_id, &call.call_sid)
+                    .await
+            }
+        };
+        match sent {
+            Ok(()) => Ok(Done::Finished),
+            // The caller is gone: nothing left to answer or reject.
+            Err(e) if e.call_is_gone() => Ok(Done::Finished),
+            // Telnyx deduplicates by `command_id`, so sending again is safe.
+            Err(GatewayError::Unavailable(why) | GatewayError::Unknown(why)) => {
+                Err(JobError::Retry(why))
+            }
+            Err(GatewayError::Rejected { code, message }) => {
+                Err(JobError::Fail(format!("{message} (code {code})")))
+            }
+            Err(GatewayError::NotFound(why)) => Err(JobError::Fail(why)),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Calls that happen through a provider: lookups by what a provider knows, and a call recorded
+//! once per provider call id with the jobs it starts.
+
+use async_trait::async_trait;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use voiceplane_core::jobs::NewJob;
+use voiceplane_core::model::{Call, Event, Integration, PhoneNumber};
+use voiceplane_core::repo::TelephonyRepository;
+use voiceplane_core::telephony::TelephonyProvider;
+use voiceplane_core::{Error, Result};
+
+use super::calls::call_from;
+use super::integrations::integration_from;
+use super::phone_numbers::phone_number_from;
+use super::{jobs, one, record_event};
+use crate::SeaRepository;
+use crate::convert::db_err;
+use crate::entity::{call, integration, phone_number};
+
+impl SeaRepository {
+    async fn provider_call(
+        &self,
+        provider: TelephonyProvider,
+        provider_call_id: &str,
+    ) -> Result<Option<Call>> {
+        one(
+            &self.db,
+            call::Entity::find()
+                .filter(call::Column::Provider.eq(provider.as_str()))
+                .filter(call::Column::ProviderCallId.eq(provider_call_id)),
+            call_from,
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl TelephonyRepository for SeaRepository {
+    async fn integration_route(
+        &self,
+        integration_id: &str,
+    ) -> Result<Option<(Integration, String)>> {
+        one(
+            &self.db,
+            integration::Entity::find_by_id(integration_id.to_owned()),
+            |m| {
+                let sealed = m.credentials_ciphertext.clone();
+                Ok((integration_from(m)?, sealed))
+            },
+        )
+        .await
+    }
+
+    async fn phone_number_find(
+        &self,
+        organization_id: &str,
+        e164: &str,
+    ) -> Result<Option<PhoneNumber>> {
+        one(
+            &self.db,
+            phone_number::Entity::find()
+                .filter(phone_number::Column::OrganizationId.eq(organization_id))
+                .filter(phone_number::Column::PhoneNumber.eq(e164)),
+            phone_number_from,
+        )
+        .await
+    }
+
+    async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)> {
+        let known = |found: Option<Call>| match found {
+            Some(c) if c.organization_id == call.organization_id => Ok((c, false)),
+            Some(_) => Err(Error::Conflict(
+                "the provider's call belongs to another organization".to_owned(),
+            )),
+            None => Err(Error::Internal(
+                "a provider call id collided with a call that is gone".to_owned(),
+            )),
+        };
+        let provider_key = call.provider.zip(call.provider_call_id.as_deref());
+        if let Some((provider, id)) = provider_key {
+            let found = self.provider_call(provider, id).await?;
+            if found.is_some() {
+                return known(found);
+            }
+        }
+        let txn = self.db.begin().await.map_err(db_err)?;
+        let inserted = call::Entity::insert(super::calls::call_row(call)?)
+            .exec_without_returning(&txn)
+            .await;
+        match (inserted, provider_key) {
+            (Ok(_), _) => {}
+            // Another request recorded this provider call first: its call is the one.
+            (Err(e), Some((provider, id)))
+                if matches!(
+                    e.sql_err(),
+                    Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
+                ) =>
+            {
+                drop(txn);
+                return known(self.provider_call(provider, id).await?);
+            }
+            (Err(e), _) => return Err(db_err(e)),
+        }
+        record_event(&txn, &call.organization_id, event).await?;
+        jobs::enqueue_many(&txn, jobs, call.created_at).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok((call.clone(), true))
+    }
+
+    async fn call_find_provider(
+        &self,
+        organization_id: &str,
+        provider: TelephonyProvider,
+        provider_call_id: &str,
+    ) -> Result<Option<Call>> {
+        Ok(self
+            .provider_call(provider, provider_call_id)
+            .await?
+            .filter(|c| c.organization_id == organization_id))
+    }
+}

@@ -1,0 +1,633 @@
+//! Calls that go out (DESIGN §18): `POST /api/calls/dial`, its checks, the `call.dial` job at
+//! the fake Twilio and Telnyx, the promise that nobody is called twice for one dial whatever
+//! fails, hanging up, and the runtime's session.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use voiceplane_core::model::Call;
+use voiceplane_core::repo::CallRepository;
+use voiceplane_suite::*;
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, ResponseTemplate};
+
+use super::line::{
+    CALLEE, CONNECTION, Line, NUMBER, Provider, RUNTIME, Runner, field, form, telephony_service,
+};
+
+const CALLS: &str = "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls.json";
+
+/// Twilio creates the call `sid`.
+async fn twilio_creates(line: &Line, sid: &str) {
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(json!({"sid": sid, "status": "queued"})),
+        )
+        .mount(&line.provider)
+        .await;
+}
+
+fn sid_of(body: &Value) -> String {
+    body["data"]["call_sid"]
+        .as_str()
+        .expect("a call")
+        .to_owned()
+}
+
+/// A dial through Twilio: 201 `queued` with what the dial carried, one create request with the
+/// stream TwiML, the per-call status URL and its events, the ring timeout and machine
+/// detection; the provider's id recorded; its reports move the call to the end; hanging up an
+/// ended call is 409.
+async fn a_twilio_dial_places_one_call_and_follows_it(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000099").await;
+    let (status, body) = line
+        .dial(json!({"dynamic_variables": {"first_name": "Ada"},
+                     "metadata": {"crm_id": 42}, "timezone": "Europe/Paris"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let call = &body["data"];
+    let sid = sid_of(&body);
+    assert_eq!(call["status"], "queued");
+    assert_eq!(call["call_type"], "outbound");
+    assert_eq!(call["provider"], "twilio");
+    assert_eq!(call["from_number"], NUMBER);
+    assert_eq!(call["to_number"], CALLEE);
+    assert_eq!(call["dynamic_variables"], json!({"first_name": "Ada"}));
+    assert_eq!(call["metadata"], json!({"crm_id": 42}));
+    assert_eq!(call["timezone"], "Europe/Paris");
+
+    let placed = line
+        .call_until(&sid, "the provider's id is recorded", |c| {
+            c["provider_call_id"].is_string()
+        })
+        .await;
+    assert_eq!(
+        placed["provider_call_id"],
+        "CA00000000000000000000000000000099"
+    );
+    let sent = line.sent_to(CALLS).await;
+    assert_eq!(sent.len(), 1);
+    let f = form(&sent[0].body);
+    assert_eq!(field(&f, "To"), [CALLEE]);
+    assert_eq!(field(&f, "From"), [NUMBER]);
+    assert_eq!(field(&f, "Timeout"), ["30"]);
+    assert_eq!(field(&f, "MachineDetection"), ["Enable"]);
+    assert_eq!(
+        field(&f, "StatusCallbackEvent"),
+        ["initiated", "ringing", "answered", "completed"]
+    );
+    let status_path = format!("/telephony/twilio/{}/status/{sid}", line.integration_id);
+    assert_eq!(
+        field(&f, "StatusCallback"),
+        [line.server.url(&status_path).as_str()]
+    );
+    let twiml = field(&f, "Twiml")[0];
+    assert!(
+        twiml.contains(&format!("<Stream url=\"{RUNTIME}/{sid}\">")),
+        "{twiml}"
+    );
+
+    let report = |status: &'static str| {
+        vec![
+            ("CallSid", "CA00000000000000000000000000000099"),
+            ("CallStatus", status),
+        ]
+    };
+    for step in ["initiated", "ringing", "in-progress"] {
+        let resp = line
+            .twilio_as(super::line::TOKEN, &status_path, &report(step))
+            .await;
+        assert_eq!(resp.status(), StatusCode::OK);
+    }
+    let mut answered = report("in-progress");
+    answered.push(("AnsweredBy", "machine_end_beep"));
+    line.twilio_as(super::line::TOKEN, &status_path, &answered)
+        .await;
+    let live = line.call(&sid).await;
+    assert_eq!(live["status"], "in_progress");
+    assert_eq!(live["answered_by"], "machine");
+    let mut done = report("completed");
+    done.push(("CallDuration", "7"));
+    line.twilio_as(super::line::TOKEN, &status_path, &done)
+        .await;
+    let ended = line.call(&sid).await;
+    assert_eq!(ended["status"], "completed");
+    assert_eq!(ended["duration_seconds"], 7.0);
+    let (status, body) = line
+        .c
+        .post(&format!("/api/calls/{sid}/hangup"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(line.sent_to(CALLS).await.len(), 1);
+    line.close().await;
+}
+
+/// A dial through Telnyx: one `POST /v2/calls` with the connection, the stream, voiceplane's
+/// id as `client_state` and as `command_id` (which Telnyx deduplicates); its events find the
+/// call by `client_state` and move it.
+async fn a_telnyx_dial_places_one_call_and_follows_it(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Telnyx).await;
+    Mock::given(method("POST"))
+        .and(path("/v2/calls"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(
+                json!({"data": {"call_control_id": "v3:out-1", "call_leg_id": "leg"}}),
+            ),
+        )
+        .mount(&line.provider)
+        .await;
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let sid = sid_of(&body);
+    line.call_until(&sid, "the provider's id is recorded", |c| {
+        c["provider_call_id"] == "v3:out-1"
+    })
+    .await;
+    let sent = line.sent_to("/v2/calls").await;
+    assert_eq!(sent.len(), 1);
+    let dial: Value = serde_json::from_slice(&sent[0].body).unwrap();
+    assert_eq!(dial["connection_id"], CONNECTION);
+    assert_eq!(dial["to"], CALLEE);
+    assert_eq!(dial["from"], NUMBER);
+    assert_eq!(dial["command_id"], sid.as_str());
+    assert_eq!(dial["stream_url"], format!("{RUNTIME}/{sid}"));
+    assert_eq!(dial["answering_machine_detection"], "detect");
+    assert_eq!(dial["timeout_secs"], 30);
+    assert_eq!(
+        dial["webhook_url"],
+        line.server
+            .url(&format!("/telephony/telnyx/{}/events", line.integration_id))
+    );
+    let state = dial["client_state"].as_str().unwrap().to_owned();
+    line.telnyx(
+        ctx,
+        "call.machine.detection.ended",
+        json!({"call_control_id": "v3:out-1", "client_state": state, "result": "human"}),
+    )
+    .await;
+    line.telnyx(
+        ctx,
+        "call.answered",
+        json!({"call_control_id": "v3:out-1", "client_state": state}),
+    )
+    .await;
+    let live = line.call(&sid).await;
+    assert_eq!(live["status"], "in_progress");
+    assert_eq!(live["answered_by"], "human");
+    line.telnyx(
+        ctx,
+        "call.hangup",
+        json!({"call_control_id": "v3:out-1", "client_state": state, "hangup_cause": "user_busy"}),
+    )
+    .await;
+    assert_eq!(line.call(&sid).await["status"], "busy");
+    line.close().await;
+}
+
+/// Every refusal of a dial is a 4xx with a sentence, and creates no call and no job (the
+/// fake provider is never asked).
+async fn refused_dials_create_nothing(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000098").await;
+    let check = |expected: StatusCode, extra: Value, needle: &'static str| {
+        let line = &line;
+        async move {
+            let (status, body) = line.dial(extra.clone()).await;
+            assert_eq!(status, expected, "{extra}: {body}");
+            let detail = body["detail"].as_str().unwrap_or_default();
+            assert!(detail.contains(needle), "{extra}: {detail}");
+        }
+    };
+    check(
+        StatusCode::NOT_FOUND,
+        json!({"agent_id": "agent_000000000000"}),
+        "agent",
+    )
+    .await;
+    check(
+        StatusCode::NOT_FOUND,
+        json!({"from_phone_number_id": "phon_000000000000"}),
+        "phone number",
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        json!({"to_number": "0612"}),
+        "to_number",
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        json!({"timezone": "Mars/Olympus"}),
+        "timezone",
+    )
+    .await;
+    check(
+        StatusCode::BAD_REQUEST,
+        json!({"dynamic_variables": {"bad name": "x"}}),
+        "dynamic_variables",
+    )
+    .await;
+    let number_path = format!("/api/phone-numbers/{}", line.number_id);
+    let patch = |body: Value| {
+        let line = &line;
+        let number_path = number_path.clone();
+        async move {
+            let (status, answer) = line
+                .c
+                .send(reqwest::Method::PATCH, &number_path, Some(body))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+        }
+    };
+    patch(json!({"supports_outbound": false})).await;
+    check(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({}),
+        "supports_outbound",
+    )
+    .await;
+    patch(json!({"supports_outbound": true, "integration_id": null})).await;
+    check(StatusCode::UNPROCESSABLE_ENTITY, json!({}), "integration").await;
+    patch(json!({"integration_id": line.integration_id})).await;
+    line.c
+        .send(
+            reqwest::Method::PATCH,
+            "/api/organization/settings",
+            Some(json!({"runtime_stream_url": null})),
+        )
+        .await;
+    check(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({}),
+        "runtime_stream_url",
+    )
+    .await;
+    // A Telnyx integration without its connection.
+    let telnyx = line
+        .c
+        .create(
+            "/api/integrations",
+            json!({"name": "T", "provider": "telnyx", "category": "telephony",
+                   "credentials": {"api_key": "k"}}),
+        )
+        .await;
+    line.c
+        .send(
+            reqwest::Method::PATCH,
+            "/api/organization/settings",
+            Some(json!({"runtime_stream_url": RUNTIME})),
+        )
+        .await;
+    patch(json!({"integration_id": telnyx["integration_id"]})).await;
+    check(StatusCode::UNPROCESSABLE_ENTITY, json!({}), "connection_id").await;
+
+    let (_, all) = line.c.get("/api/calls").await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 0, "{all}");
+    // Another organization's agent is not found either.
+    let (_, events) = line.c.get("/api/events?type=call.created").await;
+    assert_eq!(events["data"].as_array().unwrap().len(), 0);
+    assert!(line.provider.received_requests().await.unwrap().is_empty());
+    line.close().await;
+}
+
+/// The provider hangs past the client's timeout: it saw exactly one request, and the call ends
+/// `failed` with `dial_outcome_unknown`, which the provider's later report still moves. A 5xx
+/// then a success: two requests, one call proceeds. A refusal: `provider_rejected` with the
+/// provider's code and message. A dial marked as started by an instance that then died is
+/// never sent.
+async fn nobody_is_called_twice_for_one_dial(ctx: &TestContext) {
+    let line = Line::open_with(ctx, Provider::Twilio, Duration::from_millis(400), true).await;
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_json(json!({"sid": "CA00000000000000000000000000000097"}))
+                .set_delay(Duration::from_secs(3)),
+        )
+        .mount(&line.provider)
+        .await;
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let sid = sid_of(&body);
+    let failed = line
+        .call_until(&sid, "the unknown outcome is recorded", |c| {
+            c["status"] == "failed"
+        })
+        .await;
+    assert_eq!(failed["end_reason"], "dial_outcome_unknown");
+    assert_eq!(line.sent_to(CALLS).await.len(), 1);
+    // The provider did place it after all, and says so.
+    let status_path = format!("/telephony/twilio/{}/status/{sid}", line.integration_id);
+    line.twilio_as(
+        super::line::TOKEN,
+        &status_path,
+        &[
+            ("CallSid", "CA00000000000000000000000000000097"),
+            ("CallStatus", "ringing"),
+        ],
+    )
+    .await;
+    let moved = line.call(&sid).await;
+    assert_eq!(moved["status"], "ringing");
+    assert_eq!(moved["end_reason"], Value::Null);
+    assert_eq!(
+        moved["provider_call_id"],
+        "CA00000000000000000000000000000097"
+    );
+    line.close().await;
+
+    // 503 once, then created.
+    let line = Line::open(ctx, Provider::Twilio).await;
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&line.provider)
+        .await;
+    twilio_creates(&line, "CA00000000000000000000000000000096").await;
+    let (_, body) = line.dial(json!({})).await;
+    let sid = sid_of(&body);
+    let placed = line
+        .call_until(&sid, "the retried dial is placed", |c| {
+            c["provider_call_id"].is_string()
+        })
+        .await;
+    assert_eq!(placed["status"], "queued");
+    assert_eq!(line.sent_to(CALLS).await.len(), 2);
+    line.close().await;
+
+    // Refused by Twilio.
+    let line = Line::open(ctx, Provider::Twilio).await;
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(ResponseTemplate::new(400).set_body_json(
+            json!({"code": 21211, "message": "The 'To' number is not a valid phone number.",
+                   "status": 400}),
+        ))
+        .mount(&line.provider)
+        .await;
+    let (_, body) = line.dial(json!({})).await;
+    let sid = sid_of(&body);
+    let refused = line
+        .call_until(&sid, "the refusal is recorded", |c| c["status"] == "failed")
+        .await;
+    assert_eq!(refused["end_reason"], "provider_rejected");
+    assert_eq!(refused["provider_error"]["code"], "21211");
+    assert!(
+        refused["provider_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid phone number"),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains(super::line::TOKEN));
+    assert_eq!(line.sent_to(CALLS).await.len(), 1);
+    line.close().await;
+
+    // An instance marked the dial as started, then died before it learnt the outcome.
+    let mut line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
+    twilio_creates(&line, "CA00000000000000000000000000000095").await;
+    let (_, body) = line.dial(json!({})).await;
+    let sid = sid_of(&body);
+    let org = body["data"]["client_id"].as_str().unwrap().to_owned();
+    let stamp = voiceplane_core::model::EventStamp {
+        event_id: "evt_00000000000000ff".into(),
+        event_type: voiceplane_core::model::EventType::CallUpdated,
+        created_at: ctx.clock.peek(),
+        audit: None,
+        preconditions: Default::default(),
+    };
+    let at = ctx.clock.peek();
+    ctx.repo
+        .call_update(
+            &org,
+            &sid,
+            Box::new(move |c: &mut Call| {
+                c.dial_started_at = Some(at);
+                Ok(())
+            }),
+            &stamp,
+        )
+        .await
+        .unwrap();
+    line.run_jobs();
+    let unknown = line
+        .call_until(&sid, "the restarted job gives up", |c| {
+            c["status"] == "failed"
+        })
+        .await;
+    assert_eq!(unknown["end_reason"], "dial_outcome_unknown");
+    assert!(line.sent_to(CALLS).await.is_empty());
+    line.close().await;
+}
+
+/// Hanging up: a call not yet dialed is `canceled` and never dialed; a live Twilio call is
+/// `completed` at Twilio (202); when Twilio says it is gone, 409; unreachable, 502.
+async fn calls_are_hung_up(ctx: &TestContext) {
+    let mut line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
+    twilio_creates(&line, "CA00000000000000000000000000000094").await;
+    let (_, body) = line.dial(json!({})).await;
+    let sid = sid_of(&body);
+    let (status, body) = line
+        .c
+        .post(&format!("/api/calls/{sid}/hangup"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["data"]["status"], "canceled");
+    line.run_jobs();
+    let (_, second) = line.dial(json!({})).await;
+    let live = sid_of(&second);
+    line.call_until(&live, "the second dial is placed", |c| {
+        c["provider_call_id"].is_string()
+    })
+    .await;
+    // Only the second dial was sent.
+    assert_eq!(line.sent_to(CALLS).await.len(), 1);
+    assert_eq!(line.call(&sid).await["status"], "canceled");
+
+    let status_path = format!("/telephony/twilio/{}/status/{live}", line.integration_id);
+    line.twilio_as(
+        super::line::TOKEN,
+        &status_path,
+        &[
+            ("CallSid", "CA00000000000000000000000000000094"),
+            ("CallStatus", "in-progress"),
+        ],
+    )
+    .await;
+    let call_path = "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls/CA00000000000000000000000000000094.json";
+    Mock::given(method("POST"))
+        .and(path(call_path))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"status": "completed"})))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&line.provider)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(call_path))
+        .respond_with(ResponseTemplate::new(404).set_body_json(
+            json!({"code": 20404, "message": "The requested resource was not found", "status": 404}),
+        ))
+        .mount(&line.provider)
+        .await;
+    let hangup = format!("/api/calls/{live}/hangup");
+    let (status, body) = line.c.post(&hangup, json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let sent = line.sent_to(call_path).await;
+    assert_eq!(field(&form(&sent[0].body), "Status"), ["completed"]);
+    let (status, body) = line.c.post(&hangup, json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    line.close().await;
+
+    // The provider failing: 502, and the call is left as it was.
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000093").await;
+    Mock::given(method("POST"))
+        .and(path_regex(r"/Calls/CA0+93\.json$"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&line.provider)
+        .await;
+    let (_, body) = line.dial(json!({})).await;
+    let sid = sid_of(&body);
+    line.call_until(&sid, "placed", |c| c["provider_call_id"].is_string())
+        .await;
+    let (status, body) = line
+        .c
+        .post(&format!("/api/calls/{sid}/hangup"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert!(!body.to_string().contains(super::line::TOKEN), "{body}");
+    assert_eq!(line.call(&sid).await["status"], "queued");
+    line.close().await;
+}
+
+/// The runtime's one request: the call, its agent, the agent's tools in order, and the dial's
+/// variables and metadata; it needs `agents:read` besides `calls:read`.
+async fn the_runtime_reads_its_session(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000092").await;
+    let tool = line.c.create("/api/tools", tool_body("lookup")).await;
+    let tool_id = tool["tool_id"].as_str().unwrap();
+    let (status, body) = line
+        .c
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/agents/{}", line.agent_id),
+            Some(json!({"custom_tools": [tool_id]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = line
+        .dial(json!({"dynamic_variables": {"first_name": "Ada"}, "metadata": {"tier": "gold"}}))
+        .await;
+    let sid = sid_of(&body);
+    let key = line
+        .c
+        .create(
+            "/api/api-keys",
+            json!({"name": "runtime", "role": "user", "scopes": ["calls:read", "agents:read"]}),
+        )
+        .await;
+    let runtime = line.c.with_key(key["api_key"].as_str().unwrap());
+    let (status, session) = runtime.get(&format!("/api/calls/{sid}/session")).await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    let data = &session["data"];
+    assert_eq!(data["call"]["call_sid"], sid.as_str());
+    assert_eq!(data["agent"]["agent_id"], line.agent_id.as_str());
+    assert_eq!(data["tools"][0]["tool_id"], tool_id);
+    assert_eq!(data["dynamic_variables"], json!({"first_name": "Ada"}));
+    assert_eq!(data["metadata"], json!({"tier": "gold"}));
+    let narrow = line
+        .c
+        .create(
+            "/api/api-keys",
+            json!({"name": "calls only", "role": "user", "scopes": ["calls:read"]}),
+        )
+        .await;
+    let (status, body) = line
+        .c
+        .with_key(narrow["api_key"].as_str().unwrap())
+        .get(&format!("/api/calls/{sid}/session"))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    line.close().await;
+}
+
+/// Two instances on one database, each with a runner: a dial is sent once, and reports
+/// reaching either instance apply.
+async fn two_instances_send_a_dial_once(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    // A new call sid for every create, as Twilio's.
+    let created = std::sync::atomic::AtomicUsize::new(0);
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(move |_: &wiremock::Request| {
+            let n = created.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            ResponseTemplate::new(201).set_body_json(json!({"sid": format!("CA{n:032x}")}))
+        })
+        .mount(&line.provider)
+        .await;
+    let other = ctx.another_instance().await;
+    let mut twin = None;
+    let twin_server = TestServer::start_at(ctx, Default::default(), |_, base| {
+        let s = telephony_service(&other, &line.provider, base, Duration::from_secs(10));
+        twin = Some(s.clone());
+        s
+    })
+    .await;
+    let twin_runner = Runner::start(&twin.expect("configured"), "twin-runner");
+    let mut sids = Vec::new();
+    for _ in 0..6 {
+        let (status, body) = line.dial(json!({})).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        sids.push(sid_of(&body));
+    }
+    for sid in &sids {
+        line.call_until(sid, "placed", |c| c["provider_call_id"].is_string())
+            .await;
+    }
+    assert_eq!(line.sent_to(CALLS).await.len(), sids.len());
+    // A report through the other instance applies.
+    let status_path = format!(
+        "/telephony/twilio/{}/status/{}",
+        line.integration_id, sids[0]
+    );
+    let url = twin_server.url(&status_path);
+    let provider_sid = line.call(&sids[0]).await["provider_call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let params = vec![
+        ("CallSid".to_owned(), provider_sid),
+        ("CallStatus".to_owned(), "in-progress".to_owned()),
+    ];
+    let signature =
+        voiceplane_core::telephony::signature::twilio_signature(super::line::TOKEN, &url, &params);
+    let resp = http_client()
+        .post(url)
+        .header("x-twilio-signature", signature)
+        .form(&params)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(line.call(&sids[0]).await["status"], "in_progress");
+    twin_runner.stop().await;
+    twin_server.stop().await;
+    line.close().await;
+}
+
+db_tests!(
+    a_twilio_dial_places_one_call_and_follows_it,
+    a_telnyx_dial_places_one_call_and_follows_it,
+    refused_dials_create_nothing,
+    nobody_is_called_twice_for_one_dial,
+    calls_are_hung_up,
+    the_runtime_reads_its_session,
+    two_instances_send_a_dial_once,
+);
