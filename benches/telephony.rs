@@ -76,6 +76,25 @@ fn telephony(service: &Service, provider: &str, base: &str) -> Service {
         .with_telephony_gateway(gateway, voiceplane_http::Api::telephony_webhooks(base))
 }
 
+/// The CPU time this process (server, database client and load generator) has used.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command), in ticks
+    // of 1/100 s on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// `p50 / p99` of `samples`, in milliseconds.
 fn summary(samples: &mut [Duration]) -> String {
     samples.sort();
@@ -150,8 +169,30 @@ async fn run(ctx: &TestContext, name: &str) {
     };
     let call_sid = |i: usize| format!("CA{i:032x}");
 
-    // 1. Inbound answers, beside /healthz under the same load.
+    // 1. Inbound answers one at a time, then 100 at once beside /healthz under the same load.
+    let mut alone = Vec::new();
+    for i in 0..200 {
+        let req = signed(
+            "voice",
+            vec![
+                ("CallSid".into(), format!("CB{i:032x}")),
+                ("From".into(), "+33612345678".into()),
+                ("To".into(), NUMBER.into()),
+            ],
+        );
+        let start = Instant::now();
+        let resp = req.send().await.unwrap();
+        assert!(resp.status().is_success());
+        resp.bytes().await.unwrap();
+        alone.push(start.elapsed());
+    }
+    println!(
+        "{name}: signed voice webhook → TwiML one at a time: {}",
+        summary(&mut alone)
+    );
     let mut health = at_once(|_| client.get(server.url("/healthz"))).await;
+    let cpu_before = cpu_seconds();
+    let wall = Instant::now();
     let mut answers = at_once(|i| {
         signed(
             "voice",
@@ -163,10 +204,13 @@ async fn run(ctx: &TestContext, name: &str) {
         )
     })
     .await;
+    let (cpu, wall) = (cpu_seconds() - cpu_before, wall.elapsed().as_secs_f64());
     println!(
-        "{name}: {AT_ONCE} at once × {ROUNDS}: /healthz {} | signed voice webhook → TwiML {}",
+        "{name}: {AT_ONCE} at once × {ROUNDS}: /healthz {} | signed voice webhook → TwiML {} \
+         ({:.0} % of a core busy in this process while answering)",
         summary(&mut health),
-        summary(&mut answers)
+        summary(&mut answers),
+        cpu / wall * 100.0
     );
 
     // 2. Status callbacks applied per second.

@@ -210,8 +210,23 @@ impl SeaRepository {
                     .map_err(convert::db_err)?;
             }
         }
+        // A SQLite file gets one connection more, its only writer (see `pool::Db`); an
+        // in-memory database has one connection for everything already.
+        let writer = if is_sqlite && !is_memory {
+            let mut writer = opt.clone();
+            writer.max_connections(1).min_connections(0);
+            Some(Database::connect(writer).await.map_err(|e| {
+                Error::Unavailable(format!(
+                    "cannot connect to the database at {}: {}",
+                    redact_url(url),
+                    scrub_url(&e.to_string(), url)
+                ))
+            })?)
+        } else {
+            None
+        };
         Ok(Self {
-            db: Db::new(db, options.acquire_timeout),
+            db: Db::new(db, writer, options.acquire_timeout),
             changes: Arc::default(),
             listening: Arc::default(),
             direct: direct::sqlite_file(url).map(|path| Arc::new(DirectReads::new(path))),

@@ -34,6 +34,11 @@ use sea_orm::{
 #[derive(Clone, Debug)]
 pub(crate) struct Db {
     pub(crate) inner: DatabaseConnection,
+    /// A SQLite file's one writing connection, which every transaction waits its turn for.
+    /// SQLite has one writer at a time: without it, concurrent `BEGIN IMMEDIATE`s of the
+    /// pool's connections wait in SQLite's busy handler, which sleeps (1, 2, 5, 10 … ms) and
+    /// leaves the cores idle; queued here they wait in order, without sleeping.
+    writer: Option<DatabaseConnection>,
     /// Statements and transactions that got a connection, by anyone: it moves while the
     /// database answers.
     progress: Arc<AtomicU64>,
@@ -42,9 +47,14 @@ pub(crate) struct Db {
 }
 
 impl Db {
-    pub(crate) fn new(inner: DatabaseConnection, patience: Duration) -> Self {
+    pub(crate) fn new(
+        inner: DatabaseConnection,
+        writer: Option<DatabaseConnection>,
+        patience: Duration,
+    ) -> Self {
         Self {
             inner,
+            writer,
             progress: Arc::default(),
             patience,
         }
@@ -73,6 +83,12 @@ impl Db {
         }
     }
 
+    /// Where transactions and statements that write (`execute_*`) run: the writing
+    /// connection, if there is one.
+    fn writing(&self) -> &DatabaseConnection {
+        self.writer.as_ref().unwrap_or(&self.inner)
+    }
+
     /// The database's dialect.
     pub(crate) fn get_database_backend(&self) -> DbBackend {
         self.inner.get_database_backend()
@@ -91,12 +107,13 @@ impl ConnectionTrait for Db {
     }
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
-        self.patiently(|| self.inner.execute_raw(stmt.clone()))
+        self.patiently(|| self.writing().execute_raw(stmt.clone()))
             .await
     }
 
     async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
-        self.patiently(|| self.inner.execute_unprepared(sql)).await
+        self.patiently(|| self.writing().execute_unprepared(sql))
+            .await
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
@@ -128,7 +145,7 @@ impl TransactionTrait for Db {
             sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
             ..TransactionOptions::default()
         };
-        self.patiently(|| self.inner.begin_with_options(options))
+        self.patiently(|| self.writing().begin_with_options(options))
             .await
     }
 
@@ -137,15 +154,18 @@ impl TransactionTrait for Db {
         isolation_level: Option<IsolationLevel>,
         access_mode: Option<AccessMode>,
     ) -> Result<DatabaseTransaction, DbErr> {
-        self.patiently(|| self.inner.begin_with_config(isolation_level, access_mode))
-            .await
+        self.patiently(|| {
+            self.writing()
+                .begin_with_config(isolation_level, access_mode)
+        })
+        .await
     }
 
     async fn begin_with_options(
         &self,
         options: TransactionOptions,
     ) -> Result<DatabaseTransaction, DbErr> {
-        self.patiently(|| self.inner.begin_with_options(options))
+        self.patiently(|| self.writing().begin_with_options(options))
             .await
     }
 
@@ -159,7 +179,7 @@ impl TransactionTrait for Db {
         T: Send,
         E: std::fmt::Display + std::fmt::Debug + Send,
     {
-        self.inner.transaction(callback).await
+        self.writing().transaction(callback).await
     }
 
     /// Not retried: the callback runs once.
@@ -177,7 +197,7 @@ impl TransactionTrait for Db {
         T: Send,
         E: std::fmt::Display + std::fmt::Debug + Send,
     {
-        self.inner
+        self.writing()
             .transaction_with_config(callback, isolation_level, access_mode)
             .await
     }
