@@ -133,12 +133,22 @@ impl TestServer {
         config: voiceplane_http::HttpConfig,
         configure: impl FnOnce(Service, &str) -> Service,
     ) -> Self {
+        Self::start_built(ctx, configure, |api| api.with_config(config)).await
+    }
+
+    /// Like [`start_at`](Self::start_at), with the adapter as `build` changes it (rate
+    /// limits, say).
+    pub async fn start_built(
+        ctx: &TestContext,
+        configure: impl FnOnce(Service, &str) -> Service,
+        build: impl FnOnce(voiceplane_http::Api) -> voiceplane_http::Api,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind port 0");
         let base = format!("http://{}", listener.local_addr().expect("bound address"));
         let service = Arc::new(configure(Service::clone(&ctx.service), &base));
-        let api = voiceplane_http::Api::new(service).with_config(config);
+        let api = build(voiceplane_http::Api::new(service));
         Self::serve(listener, base, api)
     }
 }

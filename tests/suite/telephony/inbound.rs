@@ -402,7 +402,55 @@ async fn calls_that_cannot_be_taken_are_rejected(ctx: &TestContext) {
     line.close().await;
 }
 
+/// The webhooks read at most 64 KiB (413 beyond), and bad signatures count toward the per-IP
+/// limit of failed authentications: past it, that address is refused (429) even when signed.
+async fn webhooks_are_bounded_and_bad_signatures_are_limited(ctx: &TestContext) {
+    use voiceplane_http::RateLimits;
+    let line = Line::open_built(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_secs(10),
+        false,
+        |api| {
+            api.with_rate_limits(RateLimits {
+                auth_failures_per_minute: 3,
+                ..RateLimits::default()
+            })
+        },
+    )
+    .await;
+    let big = "x".repeat(65 * 1024);
+    let resp = line
+        .twilio(
+            "/voice",
+            &[
+                ("CallSid", "CA00000000000000000000000000000020"),
+                ("Pad", &big),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(line.calls().await.is_empty());
+    let voice = [
+        ("CallSid", "CA00000000000000000000000000000021"),
+        ("From", "+33612345678"),
+        ("To", NUMBER),
+    ];
+    let path = format!("/telephony/twilio/{}/voice", line.integration_id);
+    for _ in 0..3 {
+        let resp = line.twilio_as("forged", &path, &voice).await;
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    }
+    // The failure past the budget, and then anything from that address, even signed.
+    let resp = line.twilio_as("forged", &path, &voice).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    let resp = line.twilio("/voice", &voice).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    line.close().await;
+}
+
 db_tests!(
+    webhooks_are_bounded_and_bad_signatures_are_limited,
     a_twilio_call_comes_in_is_streamed_and_followed,
     a_telnyx_call_comes_in_and_is_answered_by_a_job,
     calls_that_cannot_be_taken_are_rejected,

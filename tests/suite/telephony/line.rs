@@ -148,13 +148,28 @@ impl Line {
         timeout: Duration,
         run_jobs: bool,
     ) -> Self {
+        Self::open_built(ctx, kind, timeout, run_jobs, |api| api).await
+    }
+
+    /// A line whose adapter `build` changes (rate limits, say).
+    pub(super) async fn open_built(
+        ctx: &TestContext,
+        kind: Provider,
+        timeout: Duration,
+        run_jobs: bool,
+        build: impl FnOnce(voiceplane_http::Api) -> voiceplane_http::Api,
+    ) -> Self {
         let provider = MockServer::start().await;
         let mut service = None;
-        let server = TestServer::start_at(ctx, Default::default(), |_, base| {
-            let s = telephony_service(&ctx.service, &provider, base, timeout);
-            service = Some(s.clone());
-            s
-        })
+        let server = TestServer::start_built(
+            ctx,
+            |_, base| {
+                let s = telephony_service(&ctx.service, &provider, base, timeout);
+                service = Some(s.clone());
+                s
+            },
+            build,
+        )
         .await;
         let service = service.expect("the server was configured");
         let c = ApiCaller::bootstrap(ctx, &server, "Phone Co").await;
