@@ -43,11 +43,13 @@ pub enum IdKind {
     Delivery,
     /// `aud_` audit-log entries.
     Audit,
+    /// `sup_` entries of the suppression list.
+    Suppression,
 }
 
 impl IdKind {
     /// Every kind of id.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Organization,
         Self::User,
         Self::Membership,
@@ -63,6 +65,7 @@ impl IdKind {
         Self::Webhook,
         Self::Delivery,
         Self::Audit,
+        Self::Suppression,
     ];
 
     /// The prefix including its underscore.
@@ -83,6 +86,7 @@ impl IdKind {
             Self::Webhook => "whk_",
             Self::Delivery => "dlv_",
             Self::Audit => "aud_",
+            Self::Suppression => "sup_",
         }
     }
 
@@ -120,6 +124,7 @@ impl IdKind {
             Self::Webhook => "webhook_id",
             Self::Delivery => "delivery_id",
             Self::Audit => "audit_id",
+            Self::Suppression => "suppression_id",
         }
     }
 

@@ -124,6 +124,10 @@ permissions! {
     PhoneNumbersRead => "phone_numbers:read", User;
     /// Add, update and delete phone numbers.
     PhoneNumbersWrite => "phone_numbers:write", AgentManager;
+    /// Read the suppression (do-not-call) list.
+    SuppressionsRead => "suppressions:read", User;
+    /// Add numbers to the suppression list and remove them.
+    SuppressionsWrite => "suppressions:write", AgentManager;
     /// Read members and pending invitations.
     MembersRead => "members:read", User;
     /// Invite, change roles, remove members, withdraw invitations.
@@ -292,6 +296,7 @@ mod tests {
             "settings",
             "audit",
             "voices",
+            "suppressions",
         ] {
             expected.push(format!("{resource}:read"));
             expected.push(format!("{resource}:write"));

@@ -348,6 +348,29 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Created<T> {
         };
     }
 }
+/// `201` with `Location` when the put created the resource, `200` when it changed the one
+/// that was there.
+pub(crate) enum Put<T> {
+    /// New.
+    Created(Created<T>),
+    /// Changed.
+    Changed(T),
+}
+
+impl<T: Serialize + JsonSchema + 'static> Reply for Put<T> {
+    fn into_response(self) -> Response<ResponseBody> {
+        match self {
+            Self::Created(created) => created.into_response(),
+            Self::Changed(data) => response::data(StatusCode::OK, &data),
+        }
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        Created::<T>::describe(spec, schemas);
+        spec.also = Some((StatusCode::OK, "It existed; changed."));
+    }
+}
+
 enveloped!(
     /// `202 {"success": true, "data": …}`: the work was scheduled and happens after the answer.
     Accepted, ACCEPTED, "Accepted: scheduled, done after this answer."

@@ -524,3 +524,25 @@ pub mod call_message {
 
     impl ActiveModelBehavior for ActiveModel {}
 }
+
+pub mod suppression {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "suppressions")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub suppression_id: String,
+        pub organization_id: String,
+        pub phone_number: String,
+        pub reason: Option<String>,
+        pub expires_at: Option<i64>,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

@@ -19,6 +19,7 @@ mod integrations;
 mod members;
 mod phone_numbers;
 mod recordings;
+mod suppressions;
 mod telephony;
 mod tools;
 mod voices;

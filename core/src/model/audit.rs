@@ -207,6 +207,8 @@ fn described(event_type: EventType) -> Option<(&'static str, &'static str, &'sta
         InvitationCreated => ("invitation", "create", "invite_id"),
         InvitationAccepted => ("invitation", "accept", "invite_id"),
         InvitationRevoked => ("invitation", "revoke", "invite_id"),
+        SuppressionCreated => ("suppression", "put", "suppression_id"),
+        SuppressionDeleted => ("suppression", "delete", "suppression_id"),
         WebhookTest => ("webhook", "test", "webhook_id"),
     })
 }

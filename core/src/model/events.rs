@@ -94,6 +94,10 @@ event_types! {
     InvitationAccepted => "invitation.accepted",
     /// An invitation was withdrawn.
     InvitationRevoked => "invitation.revoked",
+    /// A number was added to the suppression list (or its entry changed).
+    SuppressionCreated => "suppression.created",
+    /// A number was taken off the suppression list.
+    SuppressionDeleted => "suppression.deleted",
     /// A test event sent to a webhook endpoint.
     WebhookTest => "webhook.test",
 }
@@ -234,7 +238,7 @@ mod tests {
             assert_eq!(json, t.as_str());
             assert_eq!(serde_json::from_value::<EventType>(json).unwrap(), *t);
         }
-        assert_eq!(EventType::ALL.len(), 29);
+        assert_eq!(EventType::ALL.len(), 31);
         let err = serde_json::from_value::<EventType>("call.exploded".into()).unwrap_err();
         assert!(err.to_string().contains("`call.exploded`"), "{err}");
     }

@@ -13,6 +13,7 @@ mod integrations;
 mod members;
 mod organizations;
 mod phone_numbers;
+mod suppressions;
 mod tools;
 mod webhooks;
 
@@ -26,6 +27,7 @@ pub use integrations::*;
 pub use members::*;
 pub use organizations::*;
 pub use phone_numbers::*;
+pub use suppressions::*;
 pub use tools::*;
 pub use webhooks::*;
 

@@ -40,6 +40,7 @@ mod integrations;
 mod organizations;
 mod phone_numbers;
 mod retention;
+mod suppressions;
 mod telephony;
 mod tools;
 mod webhooks;
@@ -54,6 +55,7 @@ pub use integrations::*;
 pub use organizations::*;
 pub use phone_numbers::*;
 pub use retention::*;
+pub use suppressions::*;
 pub use telephony::*;
 pub use tools::*;
 pub use webhooks::*;
@@ -89,6 +91,7 @@ pub trait Repository:
     + WebhookRepository
     + RetentionRepository
     + TelephonyRepository
+    + SuppressionRepository
     + crate::idempotency::IdempotencyRepository
     + Send
     + Sync
@@ -115,6 +118,7 @@ impl<T> Repository for T where
         + WebhookRepository
         + RetentionRepository
         + TelephonyRepository
+        + SuppressionRepository
         + crate::idempotency::IdempotencyRepository
         + Send
         + Sync

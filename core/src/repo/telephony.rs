@@ -27,7 +27,8 @@ pub trait TelephonyRepository: Send + Sync {
     /// Records `call` with `event` and `jobs` in one transaction; answers the call and `true`.
     /// When a call with the same provider and provider call id exists (the provider repeating
     /// itself, or another instance racing this one), that call and `false`, and nothing is
-    /// written.
+    /// written. An outbound call to a number on the organization's suppression list is refused
+    /// in that transaction (422) and nothing is written.
     async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)>;
     /// The organization's call that `provider` knows as `provider_call_id`.
     async fn call_find_provider(

@@ -45,6 +45,7 @@ mod members;
 mod phone_numbers;
 mod retention;
 pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
+mod suppressions;
 mod telephony;
 pub use telephony::{
     CALL_DIAL, CallSession, DialSettings, TELNYX_ANSWER, TELNYX_REJECT, TelnyxWebhook,

@@ -214,6 +214,12 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
                 status.as_u16().to_string(),
                 response_object(description, json_content(schema.clone()), &headers),
             );
+            if let Some((also, description)) = op.also {
+                out.insert(
+                    also.as_u16().to_string(),
+                    response_object(description, json_content(schema.clone()), &[]),
+                );
+            }
             if meta.conditional == Conditional::TaggedView {
                 out.insert(
                     "304".to_owned(),

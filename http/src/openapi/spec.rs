@@ -68,6 +68,9 @@ pub(crate) struct OpSpec {
     pub(crate) parameters: Vec<Value>,
     pub(crate) input: Input,
     pub(crate) output: Output,
+    /// A second success of a JSON output, with the same body: `200` beside a `201` for a put
+    /// that changes what exists instead of creating it.
+    pub(crate) also: Option<(StatusCode, &'static str)>,
 }
 
 /// The schemas of request and response types, from the types themselves.

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 use voiceplane_core::model::{
     Agent, ApiKey, Call, Document, EventType, Integration, Invitation, Member, PhoneNumber,
-    RecordingReady, Tool,
+    RecordingReady, Suppression, Tool,
 };
 
 use super::Schemas;
@@ -30,6 +30,7 @@ fn data_schema(event_type: EventType, schemas: &mut Schemas) -> Value {
         ("api_key", _) => schemas.out::<ApiKey>(),
         ("member", _) => schemas.out::<Member>(),
         ("invitation", _) => schemas.out::<Invitation>(),
+        ("suppression", _) => schemas.out::<Suppression>(),
         ("webhook", _) => json!({
             "type": "object",
             "required": ["webhook_id"],

@@ -26,6 +26,7 @@ mod members;
 mod meta;
 mod organization;
 mod phone_numbers;
+mod suppressions;
 mod telephony;
 mod tools;
 mod voices;
@@ -54,6 +55,7 @@ pub const AREAS: &[Area] = &[
     events::AREA,
     audit::AREA,
     webhooks::AREA,
+    suppressions::AREA,
     telephony::AREA,
 ];
 

@@ -23,6 +23,7 @@ mod m0013_change_version;
 mod m0014_idempotency_answer;
 mod m0015_telephony;
 mod m0016_call_telephony;
+mod m0017_suppressions;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -81,6 +82,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0014_idempotency_answer::M0014IdempotencyAnswer),
             Box::new(m0015_telephony::M0015Telephony),
             Box::new(m0016_call_telephony::M0016CallTelephony),
+            Box::new(m0017_suppressions::M0017Suppressions),
         ]
     }
 }

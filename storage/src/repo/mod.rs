@@ -28,6 +28,7 @@ pub(crate) mod jobs;
 mod organizations;
 mod phone_numbers;
 mod retention;
+mod suppressions;
 mod telephony;
 mod tools;
 mod webhooks;

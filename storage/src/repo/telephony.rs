@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 use voiceplane_core::jobs::NewJob;
-use voiceplane_core::model::{Call, Event, Integration, PhoneNumber};
+use voiceplane_core::model::{Call, CallType, Event, Integration, PhoneNumber};
 use voiceplane_core::repo::TelephonyRepository;
 use voiceplane_core::telephony::TelephonyProvider;
 use voiceplane_core::{Error, Result};
@@ -80,6 +80,15 @@ impl TelephonyRepository for SeaRepository {
         // No read first: the unique index tells a repeated provider call id, and the usual
         // case (a new call) costs one statement less.
         let txn = self.db.begin().await.map_err(db_err)?;
+        if call.call_type == CallType::Outbound {
+            super::suppressions::refuse_suppressed(
+                &txn,
+                &call.organization_id,
+                &call.to_number,
+                call.created_at,
+            )
+            .await?;
+        }
         let inserted = call::Entity::insert(super::calls::call_row(call)?)
             .on_conflict(
                 OnConflict::columns([call::Column::Provider, call::Column::ProviderCallId])

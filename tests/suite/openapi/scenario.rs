@@ -779,6 +779,44 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     .await;
     c.expect(M::DELETE, &webhook_path, Body::None, 200).await;
 
+    // The suppression list.
+    c.expect(
+        M::POST,
+        "/api/suppressions",
+        Body::Json(json!({"phone_number": "+14155550177", "reason": "opted out"})),
+        201,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/suppressions",
+        Body::Json(json!({"phone_number": "+14155550177",
+                          "expires_at": "2099-01-01T00:00:00Z"})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/suppressions?phone_number=%2B14155550177",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        "/api/suppressions/%2B14155550177",
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::DELETE,
+        "/api/suppressions/%2B14155550177",
+        Body::None,
+        404,
+    )
+    .await;
+
     // Errors: `{detail}` with the documented statuses.
     c.with_key(None)
         .expect(M::GET, "/api/agents", Body::None, 401)

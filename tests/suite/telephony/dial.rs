@@ -622,7 +622,47 @@ async fn two_instances_send_a_dial_once(ctx: &TestContext) {
     line.close().await;
 }
 
+/// A number on the suppression list is never dialed: the dial is a 422 naming the list, and
+/// nothing is recorded; once the entry has lapsed or is deleted, the number can be called.
+async fn a_suppressed_number_is_never_dialed(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000090").await;
+    line.c
+        .create(
+            "/api/suppressions",
+            json!({"phone_number": CALLEE, "reason": "opted out"}),
+        )
+        .await;
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("suppression list"),
+        "{body}"
+    );
+    let (_, calls) = line.c.get("/api/calls").await;
+    assert_eq!(calls["data"].as_array().unwrap().len(), 0);
+    // An entry that lapses stops nothing once it has.
+    let lapse = ctx.clock.peek().add_seconds(60).to_rfc3339();
+    line.c
+        .post(
+            "/api/suppressions",
+            json!({"phone_number": CALLEE, "expires_at": lapse}),
+        )
+        .await;
+    let (status, _) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    ctx.clock.advance(120);
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(line.provider.received_requests().await.unwrap().len() <= 1);
+    line.close().await;
+}
+
 db_tests!(
+    a_suppressed_number_is_never_dialed,
     a_twilio_dial_places_one_call_and_follows_it,
     a_telnyx_dial_places_one_call_and_follows_it,
     refused_dials_create_nothing,
