@@ -34,6 +34,10 @@ pub enum Error {
     /// not text, Markdown, HTML or PDF (HTTP 415).
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// A limit of the organization is reached for now, e.g. its outbound calls at once; the
+    /// same request later may succeed (HTTP 429, with `Retry-After`).
+    #[error("{0}")]
+    TooManyRequests(String),
     /// An upstream provider failed or answered garbage (HTTP 502).
     #[error("{0}")]
     Upstream(String),

@@ -33,6 +33,37 @@ pub fn e164(field: &str, value: &str) -> Result<String> {
     }
 }
 
+/// An IANA time zone of the tz database (`Europe/Paris`, `UTC`), as the database names it.
+pub fn timezone(field: &str, value: &str) -> Result<String> {
+    value
+        .trim()
+        .parse::<chrono_tz::Tz>()
+        .map(|zone| zone.name().to_owned())
+        .map_err(|_| {
+            Error::invalid(format!(
+                "{field} `{}` is not an IANA time zone such as `Europe/Paris`",
+                truncate(value, 60)
+            ))
+        })
+}
+
+/// A time of day `HH:MM` (24 h), as minutes after midnight.
+pub fn time_of_day(field: &str, value: &str) -> Result<u32> {
+    let parsed = value.split_once(':').and_then(|(h, m)| {
+        let two_digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
+        (two_digits(h) && two_digits(m))
+            .then(|| (h.parse::<u32>().ok(), m.parse::<u32>().ok()))
+            .and_then(|(h, m)| Some((h?, m?)))
+            .filter(|(h, m)| *h < 24 && *m < 60)
+    });
+    parsed.map(|(h, m)| h * 60 + m).ok_or_else(|| {
+        Error::invalid(format!(
+            "{field} `{}` is not a time of day HH:MM such as 09:30",
+            truncate(value, 20)
+        ))
+    })
+}
+
 /// Where a call's media stream connects (`{url}/{call_sid}`): a `wss://` URL, or `ws://` to a
 /// loopback host (a runtime on the same machine), with no query string or fragment; returned
 /// without a trailing slash.

@@ -22,6 +22,7 @@ pub fn status_for(err: &Error) -> StatusCode {
         Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::Upstream(_) => StatusCode::BAD_GATEWAY,
         Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -155,7 +156,14 @@ impl From<Error> for ApiError {
         if let Error::Internal(text) = &err {
             tracing::error!(error = %text, "internal error");
         }
-        Self::new(status_for(&err), err.public_message())
+        let error = Self::new(status_for(&err), err.public_message());
+        match err {
+            // A limit that holds for now: the caller may try again shortly.
+            Error::TooManyRequests(_) => {
+                error.with_header(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())
+            }
+            _ => error,
+        }
     }
 }
 

@@ -15,6 +15,10 @@ pub mod organization {
         pub transcript_retention_days: Option<i32>,
         pub call_retention_days: Option<i32>,
         pub runtime_stream_url: Option<String>,
+        pub calling_hours_start: Option<String>,
+        pub calling_hours_end: Option<String>,
+        pub timezone: Option<String>,
+        pub max_concurrent_calls: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -36,7 +36,7 @@ pub const MAX_RETENTION_DAYS: i64 = 36_500;
 /// An organization's settings: its retention policy (how many days recordings, transcripts and
 /// calls are kept, counted from the call's `created_at`; `null` keeps them forever) and where
 /// its calls' media streams go.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct OrganizationSettings {
     /// Days a call's recording is kept; `null` = forever.
@@ -48,6 +48,25 @@ pub struct OrganizationSettings {
     /// Where calls stream their media (`{url}/{call_sid}`) unless their agent says otherwise:
     /// the user's voice runtime. `null` until set; calls cannot be placed or answered without.
     pub runtime_stream_url: Option<String>,
+    /// When outbound calls may ring, in the callee's time zone; `null`: at any hour.
+    pub calling_hours: Option<CallingHours>,
+    /// The organization's IANA time zone: the callee's when nothing tells it. `UTC` by default.
+    pub timezone: String,
+    /// Most outbound calls `queued`, `ringing` or `in_progress` at once, across instances;
+    /// `null`: no limit.
+    pub max_concurrent_calls: Option<i64>,
+}
+
+/// A daily window of local time, `HH:MM` to `HH:MM`; one whose end is before its start runs
+/// over midnight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CallingHours {
+    /// First minute calls may ring, `HH:MM` (24 h).
+    pub start: String,
+    /// First minute they may not, `HH:MM` (24 h).
+    pub end: String,
 }
 
 impl OrganizationSettings {
@@ -77,4 +96,13 @@ pub struct OrganizationSettingsUpdate {
     /// A `wss://` URL (`ws://` only to a loopback host) without query string, or `null`.
     #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
     pub runtime_stream_url: Option<Option<String>>,
+    /// `{start, end}` (`HH:MM`, different), or `null` for any hour.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub calling_hours: Option<Option<CallingHours>>,
+    /// An IANA time zone (`Europe/Paris`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// 1 to 10000, or `null` for no limit.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub max_concurrent_calls: Option<Option<i64>>,
 }

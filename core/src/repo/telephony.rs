@@ -28,7 +28,10 @@ pub trait TelephonyRepository: Send + Sync {
     /// When a call with the same provider and provider call id exists (the provider repeating
     /// itself, or another instance racing this one), that call and `false`, and nothing is
     /// written. An outbound call to a number on the organization's suppression list is refused
-    /// in that transaction (422) and nothing is written.
+    /// in that transaction (422), and so is one that would take the organization's outbound
+    /// calls `queued`, `ringing` or `in_progress` past its `max_concurrent_calls` (429; the
+    /// organization's row is locked while they are counted, so instances racing each other
+    /// cannot both pass); nothing is written then.
     async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)>;
     /// The organization's call that `provider` knows as `provider_call_id`.
     async fn call_find_provider(

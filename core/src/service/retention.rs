@@ -150,9 +150,49 @@ impl Service {
                     .transpose()
             })
             .transpose()?;
+        let calling_hours = input
+            .calling_hours
+            .map(|hours| {
+                hours
+                    .map(|h| {
+                        let start = validate::time_of_day("calling_hours.start", &h.start)?;
+                        let end = validate::time_of_day("calling_hours.end", &h.end)?;
+                        if start == end {
+                            return Err(Error::invalid(
+                                "calling_hours.start and calling_hours.end must differ; use \
+                                 null for calls at any hour",
+                            ));
+                        }
+                        Ok(h)
+                    })
+                    .transpose()
+            })
+            .transpose()?;
+        let timezone = input
+            .timezone
+            .as_deref()
+            .map(|tz| validate::timezone("timezone", tz))
+            .transpose()?;
+        if let Some(Some(n)) = input.max_concurrent_calls
+            && !(1..=10_000).contains(&n)
+        {
+            return Err(Error::invalid(
+                "max_concurrent_calls must be between 1 and 10000, or null for no limit",
+            ));
+        }
+        let max_concurrent_calls = input.max_concurrent_calls;
         let change = Box::new(move |settings: &mut OrganizationSettings| {
             if let Some(url) = runtime_stream_url {
                 settings.runtime_stream_url = url;
+            }
+            if let Some(hours) = calling_hours {
+                settings.calling_hours = hours;
+            }
+            if let Some(tz) = timezone {
+                settings.timezone = tz;
+            }
+            if let Some(limit) = max_concurrent_calls {
+                settings.max_concurrent_calls = limit;
             }
             let slots = [
                 &mut settings.recording_retention_days,

@@ -19,9 +19,12 @@ const ORGANIZATION_SETTINGS_VIEW: Operation = Operation::get(
 )
 .tagged_view()
 .doc(
-    "The organization's retention policy",
-    "The organization's retention policy: how many days recordings, transcripts and calls \
-     are kept (`null`: forever). Needs `settings:read` (admin).",
+    "The organization's settings",
+    "The organization's settings: its retention policy (how many days recordings, \
+     transcripts and calls are kept; `null`: forever), where its calls stream their media \
+     (`runtime_stream_url`), and the rules every outbound call keeps to: `calling_hours` in \
+     the callee's time zone, the organization's `timezone` (the callee's when the dial names \
+     none), and `max_concurrent_calls`. Needs `settings:read` (admin).",
 );
 
 async fn organization_settings_view(
@@ -38,9 +41,13 @@ const ORGANIZATION_SETTINGS_UPDATE: Operation = Operation::patch(
 )
 .tagged_write()
 .doc(
-    "Change the organization's retention policy",
-    "Changes the retention policy: each field an integer 1–36500 or `null` (keep forever); \
-     absent fields are unchanged. The periodic sweep deletes what is older. Needs \
+    "Change the organization's settings",
+    "Changes the settings; absent fields are unchanged. Retention periods: an integer \
+     1–36500 or `null` (keep forever; the periodic sweep deletes what is older). \
+     `runtime_stream_url`: `wss://` (or `ws://` to a loopback host) without query, or `null`. \
+     `calling_hours`: `{start, end}` as `HH:MM` (an end before the start runs over midnight), \
+     or `null` for any hour; outside them a dial is a 422. `timezone`: IANA. \
+     `max_concurrent_calls`: 1–10000 or `null`; a dial past it is a 429. Needs \
      `settings:write` (admin).",
 );
 

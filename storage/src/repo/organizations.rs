@@ -169,6 +169,10 @@ impl OrganizationRepository for SeaRepository {
             transcript_retention_days: Set(None),
             call_retention_days: Set(None),
             runtime_stream_url: Set(None),
+            calling_hours_start: Set(None),
+            calling_hours_end: Set(None),
+            timezone: Set(None),
+            max_concurrent_calls: Set(None),
         })
         .exec_without_returning(&txn)
         .await

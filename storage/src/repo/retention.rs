@@ -11,7 +11,7 @@ use sea_orm::{
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditedChange, Call, EventType, OrganizationSettings, RecordingDeleted,
+    AuditedChange, Call, CallingHours, EventType, OrganizationSettings, RecordingDeleted,
 };
 use voiceplane_core::repo::{CallPart, CallRemoval, Change, RetentionRepository};
 
@@ -33,6 +33,13 @@ fn settings_from(m: &organization::Model) -> OrganizationSettings {
         transcript_retention_days: m.transcript_retention_days.map(i64::from),
         call_retention_days: m.call_retention_days.map(i64::from),
         runtime_stream_url: m.runtime_stream_url.clone(),
+        calling_hours: m
+            .calling_hours_start
+            .clone()
+            .zip(m.calling_hours_end.clone())
+            .map(|(start, end)| CallingHours { start, end }),
+        timezone: m.timezone.clone().unwrap_or_else(|| "UTC".to_owned()),
+        max_concurrent_calls: m.max_concurrent_calls,
     }
 }
 
@@ -181,6 +188,22 @@ impl RetentionRepository for SeaRepository {
             .col_expr(
                 organization::Column::RuntimeStreamUrl,
                 Expr::val(settings.runtime_stream_url.clone()),
+            )
+            .col_expr(
+                organization::Column::CallingHoursStart,
+                Expr::val(settings.calling_hours.as_ref().map(|h| h.start.clone())),
+            )
+            .col_expr(
+                organization::Column::CallingHoursEnd,
+                Expr::val(settings.calling_hours.as_ref().map(|h| h.end.clone())),
+            )
+            .col_expr(
+                organization::Column::Timezone,
+                Expr::val(settings.timezone.clone()),
+            )
+            .col_expr(
+                organization::Column::MaxConcurrentCalls,
+                Expr::val(settings.max_concurrent_calls),
             )
             .filter(organization::Column::OrganizationId.eq(organization_id))
             .exec(&txn)

@@ -3,9 +3,12 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
+    TransactionTrait,
+};
 use voiceplane_core::jobs::NewJob;
-use voiceplane_core::model::{Call, CallType, Event, Integration, PhoneNumber};
+use voiceplane_core::model::{Call, CallStatus, CallType, Event, Integration, PhoneNumber};
 use voiceplane_core::repo::TelephonyRepository;
 use voiceplane_core::telephony::TelephonyProvider;
 use voiceplane_core::{Error, Result};
@@ -16,7 +19,40 @@ use super::phone_numbers::phone_number_from;
 use super::{jobs, one, record_event};
 use crate::SeaRepository;
 use crate::convert::db_err;
-use crate::entity::{call, integration, phone_number};
+use crate::entity::{call, integration, organization, phone_number};
+
+/// 429 when the organization's outbound calls `queued`, `ringing` or `in_progress` already
+/// number its `max_concurrent_calls`. The organization's row is locked first (Postgres; SQLite
+/// has one writer), so two dials racing on two instances count one after the other.
+async fn refuse_over_limit<C: ConnectionTrait>(db: &C, organization_id: &str) -> Result<()> {
+    let Some(limit) = one(
+        db,
+        organization::Entity::find_by_id(organization_id.to_owned()).lock_exclusive(),
+        |m| Ok(m.max_concurrent_calls),
+    )
+    .await?
+    .flatten() else {
+        return Ok(());
+    };
+    let live = call::Entity::find()
+        .filter(call::Column::OrganizationId.eq(organization_id))
+        .filter(call::Column::CallType.eq(CallType::Outbound.as_str()))
+        .filter(call::Column::Status.is_in([
+            CallStatus::Queued.as_str(),
+            CallStatus::Ringing.as_str(),
+            CallStatus::InProgress.as_str(),
+        ]))
+        .count(db)
+        .await
+        .map_err(db_err)?;
+    if i64::try_from(live).unwrap_or(i64::MAX) >= limit {
+        return Err(Error::TooManyRequests(format!(
+            "the organization has {live} outbound calls in progress, its max_concurrent_calls; \
+             dial again once one has ended"
+        )));
+    }
+    Ok(())
+}
 
 impl SeaRepository {
     async fn provider_call(
@@ -88,6 +124,7 @@ impl TelephonyRepository for SeaRepository {
                 call.created_at,
             )
             .await?;
+            refuse_over_limit(&txn, &call.organization_id).await?;
         }
         let inserted = call::Entity::insert(super::calls::call_row(call)?)
             .on_conflict(

@@ -661,7 +661,132 @@ async fn a_suppressed_number_is_never_dialed(ctx: &TestContext) {
     line.close().await;
 }
 
+/// The organization's calling hours hold in the callee's time zone (the dial's, else the
+/// organization's): outside them a dial is a 422 naming the local time and zone, and nothing
+/// is recorded. Bad settings are 400s naming the field.
+async fn dials_keep_to_calling_hours(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000089").await;
+    let settings = |body: Value| {
+        let c = &line.c;
+        async move {
+            c.send(
+                reqwest::Method::PATCH,
+                "/api/organization/settings",
+                Some(body),
+            )
+            .await
+        }
+    };
+    for (bad, field) in [
+        (
+            json!({"calling_hours": {"start": "9:00", "end": "17:00"}}),
+            "calling_hours.start",
+        ),
+        (
+            json!({"calling_hours": {"start": "09:00", "end": "24:00"}}),
+            "calling_hours.end",
+        ),
+        (
+            json!({"calling_hours": {"start": "09:00", "end": "09:00"}}),
+            "calling_hours",
+        ),
+        (json!({"timezone": "Europe/Atlantis"}), "timezone"),
+        (json!({"max_concurrent_calls": 0}), "max_concurrent_calls"),
+    ] {
+        let (status, body) = settings(bad.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert!(
+            body["detail"].as_str().unwrap().starts_with(field),
+            "{body}"
+        );
+    }
+    // The test clock reads 2026-01-01, shortly after midnight UTC: 09:00 in Tokyo, 19:00 the
+    // day before in New York.
+    let (status, body) = settings(json!({"calling_hours": {"start": "08:00", "end": "18:00"},
+                                         "timezone": "Asia/Tokyo"}))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["timezone"], "Asia/Tokyo");
+    assert_eq!(
+        body["data"]["calling_hours"],
+        json!({"start": "08:00", "end": "18:00"})
+    );
+    let (status, body) = line.dial(json!({"timezone": "America/New_York"})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.starts_with("it is 19:"), "{detail}");
+    assert!(detail.contains("America/New_York"), "{detail}");
+    let (_, calls) = line.c.get("/api/calls").await;
+    assert_eq!(calls["data"].as_array().unwrap().len(), 0);
+    // Without a zone of its own, the callee is in the organization's.
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = settings(json!({"calling_hours": null})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = line.dial(json!({"timezone": "America/New_York"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    line.close().await;
+}
+
+/// `max_concurrent_calls` counts the organization's outbound calls `queued`, `ringing` or
+/// `in_progress`: past it a dial is a 429 with `Retry-After` and nothing is recorded, also
+/// when dials race; once a call ends, the next goes through.
+async fn dials_keep_to_the_concurrency_limit(ctx: &TestContext) {
+    let line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
+    let (status, body) = line
+        .c
+        .send(
+            reqwest::Method::PATCH,
+            "/api/organization/settings",
+            Some(json!({"max_concurrent_calls": 3})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut racing = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let req = line
+            .c
+            .request(reqwest::Method::POST, "/api/calls/dial")
+            .json(&json!({"agent_id": line.agent_id, "to_number": CALLEE,
+                          "from_phone_number_id": line.number_id}));
+        racing.spawn(async move { req.send().await.unwrap() });
+    }
+    let mut placed = Vec::new();
+    let mut refused = 0;
+    while let Some(resp) = racing.join_next().await {
+        let resp = resp.unwrap();
+        match resp.status() {
+            StatusCode::CREATED => {
+                let (_, body) = read_json(resp).await;
+                placed.push(sid_of(&body));
+            }
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert!(resp.headers().get("retry-after").is_some());
+                refused += 1;
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!((placed.len(), refused), (3, 5));
+    let (_, calls) = line.c.get("/api/calls").await;
+    assert_eq!(calls["data"].as_array().unwrap().len(), 3);
+    // One ends (hung up before it was dialed): room for one more.
+    let (status, _) = line
+        .c
+        .post(&format!("/api/calls/{}/hangup", placed[0]), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    line.close().await;
+}
+
 db_tests!(
+    dials_keep_to_calling_hours,
+    dials_keep_to_the_concurrency_limit,
     a_suppressed_number_is_never_dialed,
     a_twilio_dial_places_one_call_and_follows_it,
     a_telnyx_dial_places_one_call_and_follows_it,

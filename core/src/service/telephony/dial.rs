@@ -65,21 +65,6 @@ fn variables(input: Option<BTreeMap<String, String>>) -> Result<BTreeMap<String,
     Ok(vars)
 }
 
-fn timezone(input: Option<&str>) -> Result<Option<String>> {
-    input
-        .map(|tz| {
-            tz.parse::<chrono_tz::Tz>()
-                .map(|zone| zone.name().to_owned())
-                .map_err(|_| {
-                    Error::invalid(format!(
-                        "timezone `{}` is not an IANA time zone such as `Europe/Paris`",
-                        crate::ids::truncate(tz, 60)
-                    ))
-                })
-        })
-        .transpose()
-}
-
 impl Service {
     /// Places an outbound call from one of the organization's numbers, answered by `agent_id`:
     /// checks the agent, the number, its integration and the runtime URL, then records the
@@ -98,7 +83,11 @@ impl Service {
                 MAX_METADATA_BYTES / 1024
             )));
         }
-        let timezone = timezone(input.timezone.as_deref())?;
+        let timezone = input
+            .timezone
+            .as_deref()
+            .map(|tz| validate::timezone("timezone", tz))
+            .transpose()?;
         let agent = self
             .repo
             .agent_get(org, &agent_id)
@@ -129,7 +118,18 @@ impl Service {
             })?;
         let credentials = self.open_credentials(&integration_id, &sealed)?;
         ready_for_calls(&integration_id, &credentials)?;
-        if self.runtime_url(&agent).await?.is_none() {
+        let settings = self
+            .repo
+            .organization_settings(org)
+            .await?
+            .ok_or_else(|| Error::not_found("this organization no longer exists"))?;
+        let callee_zone = timezone.as_deref().unwrap_or(&settings.timezone);
+        super::compliance::require_calling_hours(
+            settings.calling_hours.as_ref(),
+            callee_zone,
+            self.now(),
+        )?;
+        if agent.runtime_stream_url.is_none() && settings.runtime_stream_url.is_none() {
             return Err(Error::unprocessable(format!(
                 "no runtime_stream_url: set it in the organization settings or on agent \
                  {agent_id}, so that the call's media has somewhere to go"

@@ -16,6 +16,7 @@ use crate::model::{Agent, Call, Integration};
 use crate::telephony::gateway::{TelephonyGateway, WebhookUrls};
 use crate::telephony::{TelephonyCredentials, TelephonyProvider, signature};
 
+mod compliance;
 mod control;
 mod dial;
 mod inbound;
