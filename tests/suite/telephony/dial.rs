@@ -43,11 +43,27 @@ fn sid_of(body: &Value) -> String {
 async fn a_twilio_dial_places_one_call_and_follows_it(ctx: &TestContext) {
     let line = Line::open(ctx, Provider::Twilio).await;
     twilio_creates(&line, "CA00000000000000000000000000000099").await;
-    let (status, body) = line
-        .dial(json!({"dynamic_variables": {"first_name": "Ada"},
-                     "metadata": {"crm_id": 42}, "timezone": "Europe/Paris"}))
-        .await;
+    let resp = line
+        .c
+        .request(reqwest::Method::POST, "/api/calls/dial")
+        .json(&json!({"agent_id": line.agent_id, "to_number": CALLEE,
+                      "from_phone_number_id": line.number_id,
+                      "dynamic_variables": {"first_name": "Ada"},
+                      "metadata": {"crm_id": 42}, "timezone": "Europe/Paris"}))
+        .send()
+        .await
+        .unwrap();
+    // `Location` resolves against the request's URL to the call.
+    let location = resp
+        .headers()
+        .get("location")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = read_json(resp).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(location, body["data"]["call_sid"].as_str().unwrap());
     let call = &body["data"];
     let sid = sid_of(&body);
     assert_eq!(call["status"], "queued");

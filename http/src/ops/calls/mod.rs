@@ -182,7 +182,8 @@ async fn call_dial(
     (actor, Json(input)): (Actor, Json<Dial>),
 ) -> Result<Created<Call>, ApiError> {
     let call = cx.service().call_dial(&actor, input).await?;
-    Ok(Created::member(&cx, call, |c| &c.call_sid))
+    // Relative to `/api/calls/dial`, the call's id alone resolves to `/api/calls/{call_sid}`.
+    Ok(Created::at(call.call_sid.clone(), call))
 }
 
 const CALL_HANGUP: Operation =
