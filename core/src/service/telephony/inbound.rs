@@ -44,6 +44,11 @@ struct CallCommand {
     stream_url: Option<String>,
 }
 
+/// Whether `call` was refused when it came in.
+fn was_rejected(call: &Call) -> bool {
+    call.status == CallStatus::Failed && call.end_reason.as_deref() == Some("rejected")
+}
+
 /// An E.164 number as a provider wrote it, or nothing (`anonymous`, a SIP address).
 fn e164_or_none(number: Option<&str>) -> Option<String> {
     number.and_then(|n| crate::validate::e164("number", n).ok())
@@ -159,9 +164,10 @@ impl Service {
         };
         let now = self.now();
         let call_sid = self.id(IdKind::Call);
+        let runtime = runtime.filter(|_| number.supports_inbound);
         let stream = runtime
-            .filter(|_| number.supports_inbound)
-            .map(|runtime| stream_url(&runtime, &call_sid));
+            .as_deref()
+            .map(|runtime| stream_url(runtime, &call_sid));
         let refused = stream.is_none();
         let mut call = Call::new(call_sid, org, agent.as_ref(), CallType::Inbound, to, now);
         call.from_number = e164_or_none(from);
@@ -185,30 +191,14 @@ impl Service {
                  or no runtime_stream_url is set"
             );
         }
-        // A repeated request answers what the first one did.
-        Ok(match call.status {
-            CallStatus::Failed if call.end_reason.as_deref() == Some("rejected") => Inbound::Reject,
-            _ => match stream {
-                Some(stream_url) if created => Inbound::Connect {
-                    call_sid: call.call_sid,
-                    agent_id: call.agent_id,
-                    stream_url,
-                },
-                _ => {
-                    let runtime = match self.repo.agent_get(org, &call.agent_id).await? {
-                        Some(agent) => self.runtime_url(&agent).await?,
-                        None => None,
-                    };
-                    match runtime {
-                        Some(runtime) => Inbound::Connect {
-                            stream_url: stream_url(&runtime, &call.call_sid),
-                            call_sid: call.call_sid,
-                            agent_id: call.agent_id,
-                        },
-                        None => Inbound::Reject,
-                    }
-                }
+        // A repeated request answers what the first one did, for the call it recorded.
+        Ok(match runtime {
+            Some(runtime) if !was_rejected(&call) => Inbound::Connect {
+                stream_url: stream_url(&runtime, &call.call_sid),
+                call_sid: call.call_sid,
+                agent_id: call.agent_id,
             },
+            _ => Inbound::Reject,
         })
     }
 
