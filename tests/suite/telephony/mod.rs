@@ -4,6 +4,7 @@
 mod dial;
 mod inbound;
 pub(crate) mod line;
+mod runtime_example;
 mod signatures;
 
 use reqwest::{Method, StatusCode};

@@ -15,6 +15,21 @@ use voiceplane_core::telephony::signature::{telnyx_valid, twilio_signature, twil
 const PYTHON_VAR: &str = "VOICEPLANE_TEST_PYTHON_REFERENCE";
 const REQUIRE_VAR: &str = "VOICEPLANE_TEST_REQUIRE_PYTHON_REFERENCE";
 
+/// The reference Python, for `what`; `None` (the test says it was skipped) without it, or a
+/// failure when it is required.
+pub(super) fn reference_python(what: &str) -> Option<String> {
+    match std::env::var(PYTHON_VAR) {
+        Ok(python) => Some(python),
+        Err(_) if std::env::var(REQUIRE_VAR).as_deref() == Ok("1") => {
+            panic!("{PYTHON_VAR} is not set but {REQUIRE_VAR}=1")
+        }
+        Err(_) => {
+            eprintln!("SKIPPED {what}: {PYTHON_VAR} is not set");
+            None
+        }
+    }
+}
+
 /// `reference.py` running under the reference Python, one JSON request and answer per line.
 struct Reference {
     child: Child,
@@ -24,13 +39,7 @@ struct Reference {
 
 impl Reference {
     fn start() -> Option<Self> {
-        let Ok(python) = std::env::var(PYTHON_VAR) else {
-            if std::env::var(REQUIRE_VAR).as_deref() == Ok("1") {
-                panic!("{PYTHON_VAR} is not set but {REQUIRE_VAR}=1");
-            }
-            eprintln!("SKIPPED the reference signature checks: {PYTHON_VAR} is not set");
-            return None;
-        };
+        let python = reference_python("the reference signature checks")?;
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/suite/telephony/reference.py"
