@@ -47,15 +47,38 @@ fn budget_key(actor: &Actor) -> String {
     }
 }
 
+/// The per-IP limit of failed authentications around one request: a blocked client is
+/// refused before its credential is looked at, and a failure spends its budget.
+struct FailureBudget<'a> {
+    limits: Option<&'a ratelimit::Limiters>,
+    ip: Option<std::net::IpAddr>,
+}
+
+impl<'a> FailureBudget<'a> {
+    /// 429 when the client is blocked.
+    fn enter(api: &'a Api, parts: &Parts) -> Result<Self, ApiError> {
+        let limits = api.limits.as_deref();
+        let ip =
+            limits.and_then(|l| l.client_ip(ratelimit::peer_of(&parts.extensions), &parts.headers));
+        if let Some(l) = limits {
+            l.check_blocked(ip)?;
+        }
+        Ok(Self { limits, ip })
+    }
+
+    /// Counts a failed authentication; 429 once the budget is spent.
+    fn failed(&self) -> Result<(), ApiError> {
+        match self.limits {
+            Some(l) => l.auth_failed(self.ip),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Authenticates the caller of an organization operation, behind the per-IP limit of failed
 /// authentications.
 async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
-    let limits = api.limits.as_deref();
-    let ip =
-        limits.and_then(|l| l.client_ip(ratelimit::peer_of(&parts.extensions), &parts.headers));
-    if let Some(l) = limits {
-        l.check_blocked(ip)?;
-    }
+    let budget = FailureBudget::enter(api, parts)?;
     let result = match credentials::read(&parts.headers) {
         Ok(credentials) => api
             .service
@@ -70,9 +93,7 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
     };
     match result {
         Err(e) if e.status() == http::StatusCode::UNAUTHORIZED => {
-            if let Some(l) = limits {
-                l.auth_failed(ip)?;
-            }
+            budget.failed()?;
             Err(e)
         }
         other => other,
@@ -90,19 +111,14 @@ async fn provider_webhook(
     parts: Parts,
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let limits = api.limits.as_deref();
-    let ip =
-        limits.and_then(|l| l.client_ip(ratelimit::peer_of(&parts.extensions), &parts.headers));
-    if let Some(l) = limits {
-        l.check_blocked(ip)?;
-    }
+    let budget = FailureBudget::enter(api, &parts)?;
     let result = op.run(api.clone(), parts, captures, body).await;
     let refused = match &result {
         Ok(response) => response.status() == http::StatusCode::FORBIDDEN,
         Err(e) => e.status() == http::StatusCode::FORBIDDEN,
     };
-    if refused && let Some(l) = limits {
-        l.auth_failed(ip)?;
+    if refused {
+        budget.failed()?;
     }
     result
 }

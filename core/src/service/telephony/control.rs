@@ -56,7 +56,7 @@ impl Service {
         let Some(provider_call_id) = call.provider_call_id.clone() else {
             return self.cancel_undialed(actor, &call).await;
         };
-        let credentials = self.call_credentials(&call).await?;
+        let (_, credentials) = self.call_credentials(&call).await?;
         let (gateway, _) = self.telephony_gateway()?;
         // Twilio answers an incoming call before it asks for the TwiML that streams it, and
         // reports nothing until it ends: such a call is live whatever its stored status.

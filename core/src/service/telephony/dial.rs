@@ -187,7 +187,7 @@ impl Service {
     ) -> Result<()> {
         let now = self.now();
         let end_reason = end_reason.to_owned();
-        let change = Box::new(move |c: &mut Call| {
+        self.change_call(call, move |c| {
             if c.status == CallStatus::Queued && c.provider_call_id.is_none() {
                 c.status = CallStatus::Failed;
                 c.end_reason = Some(end_reason);
@@ -196,13 +196,8 @@ impl Service {
                 c.updated_at = now.max(c.updated_at);
             }
             Ok(())
-        });
-        let stamp = self.event_stamp(EventType::CallUpdated, By::System);
-        self.after_write(
-            self.repo
-                .call_update(&call.organization_id, &call.call_sid, change, &stamp)
-                .await,
-        )?;
+        })
+        .await?;
         Ok(())
     }
 
@@ -234,22 +229,19 @@ impl Service {
         };
         // The mark, in its own commit, before anything is sent.
         let now = self.now();
-        let marked = Box::new(move |c: &mut Call| {
-            if c.status != CallStatus::Queued
-                || c.dial_started_at.is_some()
-                || c.provider_call_id.is_some()
-            {
-                return Err(Error::Conflict("no longer to be dialed".to_owned()));
-            }
-            c.dial_started_at = Some(now);
-            Ok(())
-        });
-        let stamp = self.event_stamp(EventType::CallUpdated, By::System);
-        match self
-            .repo
-            .call_update(&call.organization_id, &call.call_sid, marked, &stamp)
-            .await
-        {
+        let marked = self
+            .change_call(&call, move |c| {
+                if c.status != CallStatus::Queued
+                    || c.dial_started_at.is_some()
+                    || c.provider_call_id.is_some()
+                {
+                    return Err(Error::Conflict("no longer to be dialed".to_owned()));
+                }
+                c.dial_started_at = Some(now);
+                Ok(())
+            })
+            .await;
+        match marked {
             Ok(Some(_)) => {}
             Ok(None) | Err(Error::Conflict(_)) => return Ok(Done::Finished),
             Err(e) => return Err(e.into()),
@@ -271,16 +263,13 @@ impl Service {
         };
         match outcome {
             Ok(provider_call_id) => {
-                let change = Box::new(move |c: &mut Call| {
+                self.change_call(&call, move |c| {
                     if c.provider_call_id.is_none() {
                         c.provider_call_id = Some(provider_call_id);
                     }
                     Ok(())
-                });
-                let stamp = self.event_stamp(EventType::CallUpdated, By::System);
-                self.repo
-                    .call_update(&call.organization_id, &call.call_sid, change, &stamp)
-                    .await?;
+                })
+                .await?;
             }
             Err(GatewayError::Unknown(why)) => {
                 tracing::warn!(call_sid = %call.call_sid, reason = %why, "the outcome of a dial is unknown; it is not sent again");
@@ -318,14 +307,7 @@ impl Service {
         call: &Call,
     ) -> Result<(crate::telephony::TelephonyCredentials, DialRequest)> {
         let org = &call.organization_id;
-        let credentials = self.call_credentials(call).await?;
-        let number_id = call.phone_number_id.as_deref().unwrap_or_default();
-        let integration_id = self
-            .repo
-            .phone_number_get(org, number_id)
-            .await?
-            .and_then(|n| n.integration_id)
-            .unwrap_or_default();
+        let (integration_id, credentials) = self.call_credentials(call).await?;
         ready_for_calls(&integration_id, &credentials)?;
         let agent = self
             .repo

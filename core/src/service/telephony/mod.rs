@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
-use super::Service;
+use super::{By, Service};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Agent, Call, Integration};
+use crate::model::{Agent, Call, EventType, Integration};
 use crate::telephony::gateway::{TelephonyGateway, WebhookUrls};
 use crate::telephony::{TelephonyCredentials, TelephonyProvider, signature};
 
@@ -217,8 +217,29 @@ impl Service {
             .and_then(|s| s.runtime_stream_url))
     }
 
-    /// The credentials of the integration behind the number `call` went through.
-    async fn call_credentials(&self, call: &Call) -> Result<TelephonyCredentials> {
+    /// Applies `change` to `call` as the system (a provider's report, the dial job): the
+    /// call's row locked, `call.updated` recorded when what the API shows changed, and the job
+    /// runners woken for its deliveries. `None` when the call is gone.
+    async fn change_call(
+        &self,
+        call: &Call,
+        change: impl FnOnce(&mut Call) -> Result<()> + Send + 'static,
+    ) -> Result<Option<Call>> {
+        let stamp = self.event_stamp(EventType::CallUpdated, By::System);
+        self.after_write(
+            self.repo
+                .call_update(
+                    &call.organization_id,
+                    &call.call_sid,
+                    Box::new(change),
+                    &stamp,
+                )
+                .await,
+        )
+    }
+
+    /// The integration behind the number `call` went through, and its credentials.
+    async fn call_credentials(&self, call: &Call) -> Result<(String, TelephonyCredentials)> {
         let gone = || {
             Error::Conflict(format!(
                 "call {} can no longer be reached: its phone number or integration was removed",
@@ -237,7 +258,8 @@ impl Service {
             .integration_get_sealed(&call.organization_id, &integration_id)
             .await?
             .ok_or_else(gone)?;
-        self.open_credentials(&integration_id, &sealed)
+        let credentials = self.open_credentials(&integration_id, &sealed)?;
+        Ok((integration_id, credentials))
     }
 }
 

@@ -4,8 +4,8 @@
 use super::TwilioWebhook;
 use crate::error::Result;
 use crate::ids::IdKind;
-use crate::model::{Call, CallStatus, EventType, Integration};
-use crate::service::{By, Service};
+use crate::model::{Call, CallStatus, Integration};
+use crate::service::Service;
 use crate::telephony::TelephonyProvider;
 use crate::telephony::progress::{self, AnsweredBy};
 use crate::time::Timestamp;
@@ -200,16 +200,11 @@ impl Service {
     /// when anything the API shows changed.
     async fn apply_report(&self, call: &Call, report: Report) -> Result<()> {
         let now = self.now();
-        let change = Box::new(move |call: &mut Call| {
+        self.change_call(call, move |call| {
             apply(call, report, now);
             Ok(())
-        });
-        let stamp = self.event_stamp(EventType::CallUpdated, By::System);
-        self.after_write(
-            self.repo
-                .call_update(&call.organization_id, &call.call_sid, change, &stamp)
-                .await,
-        )?;
+        })
+        .await?;
         Ok(())
     }
 }
