@@ -1,5 +1,6 @@
 //! Identifier formats. Every id is a fixed prefix followed by lower-case hex, e.g.
-//! `agent_3f9a0c1d2e4b5a6c`; `apikey_`, `intg_` and `whk_` ids carry exactly 12 hex digits.
+//! `agent_3f9a0c1d2e4b5a6c`; `apikey_`, `intg_`, `whk_` and `cmp_` ids carry exactly 12 hex
+//! digits.
 
 use rand::RngExt;
 
@@ -45,11 +46,15 @@ pub enum IdKind {
     Audit,
     /// `sup_` entries of the suppression list.
     Suppression,
+    /// `cmp_` campaigns (exactly 12 hex digits).
+    Campaign,
+    /// `rcp_` recipients of campaigns.
+    Recipient,
 }
 
 impl IdKind {
     /// Every kind of id.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::Organization,
         Self::User,
         Self::Membership,
@@ -66,6 +71,8 @@ impl IdKind {
         Self::Delivery,
         Self::Audit,
         Self::Suppression,
+        Self::Campaign,
+        Self::Recipient,
     ];
 
     /// The prefix including its underscore.
@@ -87,13 +94,15 @@ impl IdKind {
             Self::Delivery => "dlv_",
             Self::Audit => "aud_",
             Self::Suppression => "sup_",
+            Self::Campaign => "cmp_",
+            Self::Recipient => "rcp_",
         }
     }
 
     /// How many hex digits a new id of this kind gets.
     pub const fn generated_len(self) -> usize {
         match self {
-            Self::ApiKey | Self::Integration | Self::Webhook => 12,
+            Self::ApiKey | Self::Integration | Self::Webhook | Self::Campaign => 12,
             Self::Call => 24,
             _ => 16,
         }
@@ -103,7 +112,10 @@ impl IdKind {
     /// (their length is part of the API's published format) rather than [`MIN_HEX_DIGITS`] to
     /// [`MAX_HEX_DIGITS`].
     const fn fixed_len(self) -> bool {
-        matches!(self, Self::ApiKey | Self::Integration | Self::Webhook)
+        matches!(
+            self,
+            Self::ApiKey | Self::Integration | Self::Webhook | Self::Campaign
+        )
     }
 
     /// The field name used in error messages, e.g. `agent_id`.
@@ -125,6 +137,8 @@ impl IdKind {
             Self::Delivery => "delivery_id",
             Self::Audit => "audit_id",
             Self::Suppression => "suppression_id",
+            Self::Campaign => "campaign_id",
+            Self::Recipient => "recipient_id",
         }
     }
 

@@ -128,6 +128,10 @@ permissions! {
     SuppressionsRead => "suppressions:read", User;
     /// Add numbers to the suppression list and remove them.
     SuppressionsWrite => "suppressions:write", AgentManager;
+    /// Read campaigns and their recipients.
+    CampaignsRead => "campaigns:read", User;
+    /// Create, change, start, pause, cancel and delete campaigns; add recipients.
+    CampaignsWrite => "campaigns:write", AgentManager;
     /// Read members and pending invitations.
     MembersRead => "members:read", User;
     /// Invite, change roles, remove members, withdraw invitations.
@@ -297,6 +301,7 @@ mod tests {
             "audit",
             "voices",
             "suppressions",
+            "campaigns",
         ] {
             expected.push(format!("{resource}:read"));
             expected.push(format!("{resource}:write"));

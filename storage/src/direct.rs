@@ -487,6 +487,8 @@ pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
     agent_version,
     timezone,
     dial_started_at,
+    campaign_id,
+    recipient_id,
 });
 
 #[cfg(test)]

@@ -148,6 +148,8 @@ pub mod call {
         pub agent_version: Option<i64>,
         pub timezone: Option<String>,
         pub dial_started_at: Option<i64>,
+        pub campaign_id: Option<String>,
+        pub recipient_id: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -543,6 +545,69 @@ pub mod suppression {
         pub expires_at: Option<i64>,
         pub created_at: i64,
         pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod campaign {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "campaigns")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub campaign_id: String,
+        pub organization_id: String,
+        pub name: String,
+        pub agent_id: String,
+        pub from_phone_number_ids: String,
+        pub max_concurrency: i64,
+        pub timezone: String,
+        pub windows: String,
+        pub retry: String,
+        pub starts_at: Option<i64>,
+        pub ends_at: Option<i64>,
+        pub dynamic_variables: String,
+        pub status: String,
+        pub paused_reason: Option<String>,
+        /// Calls placed so far: the next one goes from number `dials % len`.
+        pub dials: i64,
+        /// Bumped whenever one of its calls ends, so that a pacer that was running then
+        /// knows to look again.
+        pub nudges: i64,
+        pub created_at: i64,
+        pub updated_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod campaign_recipient {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "campaign_recipients")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub recipient_id: String,
+        pub campaign_id: String,
+        pub organization_id: String,
+        pub to_number: String,
+        pub timezone: Option<String>,
+        pub dynamic_variables: String,
+        pub status: String,
+        pub attempts: i64,
+        pub last_call_sid: Option<String>,
+        pub next_attempt_at: Option<i64>,
+        pub last_outcome: Option<String>,
+        pub created_at: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

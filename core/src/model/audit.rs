@@ -209,6 +209,10 @@ fn described(event_type: EventType) -> Option<(&'static str, &'static str, &'sta
         InvitationRevoked => ("invitation", "revoke", "invite_id"),
         SuppressionCreated => ("suppression", "put", "suppression_id"),
         SuppressionDeleted => ("suppression", "delete", "suppression_id"),
+        CampaignStarted => ("campaign", "start", "campaign_id"),
+        CampaignPaused => ("campaign", "pause", "campaign_id"),
+        CampaignCompleted => return None,
+        CampaignCanceled => ("campaign", "cancel", "campaign_id"),
         WebhookTest => ("webhook", "test", "webhook_id"),
     })
 }

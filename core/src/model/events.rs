@@ -98,6 +98,14 @@ event_types! {
     SuppressionCreated => "suppression.created",
     /// A number was taken off the suppression list.
     SuppressionDeleted => "suppression.deleted",
+    /// A campaign started, or resumed after a pause.
+    CampaignStarted => "campaign.started",
+    /// A campaign was paused: it dials no one until it is started again.
+    CampaignPaused => "campaign.paused",
+    /// A campaign has nothing left to do.
+    CampaignCompleted => "campaign.completed",
+    /// A campaign was canceled: its pending recipients will not be called.
+    CampaignCanceled => "campaign.canceled",
     /// A test event sent to a webhook endpoint.
     WebhookTest => "webhook.test",
 }
@@ -238,7 +246,7 @@ mod tests {
             assert_eq!(json, t.as_str());
             assert_eq!(serde_json::from_value::<EventType>(json).unwrap(), *t);
         }
-        assert_eq!(EventType::ALL.len(), 31);
+        assert_eq!(EventType::ALL.len(), 35);
         let err = serde_json::from_value::<EventType>("call.exploded".into()).unwrap_err();
         assert!(err.to_string().contains("`call.exploded`"), "{err}");
     }

@@ -34,6 +34,7 @@ mod agents;
 mod api_keys;
 mod audit;
 mod calls;
+mod campaigns;
 mod documents;
 mod events;
 mod integrations;
@@ -49,6 +50,7 @@ pub use agents::*;
 pub use api_keys::*;
 pub use audit::*;
 pub use calls::*;
+pub use campaigns::*;
 pub use documents::*;
 pub use events::*;
 pub use integrations::*;
@@ -92,6 +94,7 @@ pub trait Repository:
     + RetentionRepository
     + TelephonyRepository
     + SuppressionRepository
+    + CampaignRepository
     + crate::idempotency::IdempotencyRepository
     + Send
     + Sync
@@ -119,6 +122,7 @@ impl<T> Repository for T where
         + RetentionRepository
         + TelephonyRepository
         + SuppressionRepository
+        + CampaignRepository
         + crate::idempotency::IdempotencyRepository
         + Send
         + Sync

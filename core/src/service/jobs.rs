@@ -109,7 +109,7 @@ impl Service {
             ),
             None => runner,
         };
-        // Without a gateway, calls wait (queued) for an instance that has one.
+        // Without a gateway, calls (and campaigns) wait (queued) for an instance that has one.
         let runner = match &self.gateway {
             Some(_) => runner
                 .with_handler(
@@ -123,6 +123,10 @@ impl Service {
                 .with_handler(
                     super::telephony::TELNYX_REJECT,
                     Arc::new(super::telephony::TelnyxCommand(self.clone())),
+                )
+                .with_handler(
+                    super::campaigns::CAMPAIGN_PACE,
+                    Arc::new(super::campaigns::PaceCampaign(self.clone())),
                 ),
             None => runner,
         };

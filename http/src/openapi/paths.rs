@@ -146,7 +146,9 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
     match op.input {
         Input::None => {}
         Input::EmptyJson => statuses.push(415),
-        Input::Json(_) | Input::JsonOrMultipart(_) => statuses.extend([400, 413, 415]),
+        Input::Json(_) | Input::JsonOrMultipart(_) | Input::JsonOrCsv(_) => {
+            statuses.extend([400, 413, 415])
+        }
         Input::Audio => statuses.extend([413, 415]),
         Input::Form => statuses.push(413),
     }
@@ -331,6 +333,21 @@ fn request_body(input: &Input) -> Option<Value> {
                             },
                         },
                     },
+                },
+            },
+        }),
+        Input::JsonOrCsv(schema) => json!({
+            "required": true,
+            "content": {
+                "application/json": {"schema": schema},
+                "text/csv": {
+                    "schema": {
+                        "type": "string",
+                        "description": "A header row naming the columns (`to_number` required, \
+                            `timezone` optional, every other column a dynamic variable), then \
+                            one recipient per row; at most 100,000 rows and 10 MiB.",
+                    },
+                    "example": "to_number,timezone,first_name\n+14155550101,America/Los_Angeles,Ada\n",
                 },
             },
         }),

@@ -21,6 +21,8 @@ pub(crate) enum Input {
     EmptyJson,
     /// JSON of this schema, or `multipart/form-data` with a `file` and an optional `name`.
     JsonOrMultipart(Value),
+    /// JSON of this schema, or a `text/csv` body streamed.
+    JsonOrCsv(Value),
     /// Raw audio bytes (`audio/wav` or `audio/mpeg`).
     Audio,
     /// A form (`application/x-www-form-urlencoded`) of text fields, as a provider posts it.

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 use voiceplane_core::model::{
-    Agent, ApiKey, Call, Document, EventType, Integration, Invitation, Member, PhoneNumber,
-    RecordingReady, Suppression, Tool,
+    Agent, ApiKey, Call, Campaign, Document, EventType, Integration, Invitation, Member,
+    PhoneNumber, RecordingReady, Suppression, Tool,
 };
 
 use super::Schemas;
@@ -31,6 +31,7 @@ fn data_schema(event_type: EventType, schemas: &mut Schemas) -> Value {
         ("member", _) => schemas.out::<Member>(),
         ("invitation", _) => schemas.out::<Invitation>(),
         ("suppression", _) => schemas.out::<Suppression>(),
+        ("campaign", _) => schemas.out::<Campaign>(),
         ("webhook", _) => json!({
             "type": "object",
             "required": ["webhook_id"],

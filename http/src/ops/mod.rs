@@ -18,6 +18,7 @@ mod agents;
 mod api_keys;
 mod audit;
 mod calls;
+mod campaigns;
 mod documents;
 mod events;
 mod health;
@@ -56,6 +57,7 @@ pub const AREAS: &[Area] = &[
     audit::AREA,
     webhooks::AREA,
     suppressions::AREA,
+    campaigns::AREA,
     telephony::AREA,
 ];
 

@@ -25,6 +25,7 @@ mod m0015_telephony;
 mod m0016_call_telephony;
 mod m0017_suppressions;
 mod m0018_calling_rules;
+mod m0019_campaigns;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -85,6 +86,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0016_call_telephony::M0016CallTelephony),
             Box::new(m0017_suppressions::M0017Suppressions),
             Box::new(m0018_calling_rules::M0018CallingRules),
+            Box::new(m0019_campaigns::M0019Campaigns),
         ]
     }
 }

@@ -19,6 +19,7 @@ mod agents;
 mod api_keys;
 mod audit;
 pub mod calls;
+mod campaigns;
 pub(crate) mod changes;
 mod documents;
 mod events;

@@ -34,6 +34,23 @@ fn of_number(organization_id: &str, phone_number: &str) -> sea_orm::Select<suppr
         .filter(suppression::Column::PhoneNumber.eq(phone_number))
 }
 
+/// Whether `phone_number` is on the organization's suppression list at `now`, read on `db`
+/// (a campaign's dial transaction).
+pub(super) async fn suppressed<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    phone_number: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    Ok(one(
+        db,
+        of_number(organization_id, phone_number),
+        suppression_from,
+    )
+    .await?
+    .is_some_and(|entry| entry.active_at(now)))
+}
+
 /// 422 when `phone_number` is on the organization's suppression list at `now`: read on `db`,
 /// the dial's own transaction, so that a number suppressed before the dial commits is never
 /// dialed.

@@ -24,7 +24,10 @@ use crate::entity::{call, integration, organization, phone_number};
 /// 429 when the organization's outbound calls `queued`, `ringing` or `in_progress` already
 /// number its `max_concurrent_calls`. The organization's row is locked first (Postgres; SQLite
 /// has one writer), so two dials racing on two instances count one after the other.
-async fn refuse_over_limit<C: ConnectionTrait>(db: &C, organization_id: &str) -> Result<()> {
+pub(super) async fn refuse_over_limit<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+) -> Result<()> {
     let Some(limit) = one(
         db,
         organization::Entity::find_by_id(organization_id.to_owned()).lock_exclusive(),

@@ -73,6 +73,11 @@ fn every_json_body_has_an_example_that_validates() {
         } else if here.ends_with("text/xml") {
             let example = media["example"].as_str().unwrap_or_default();
             assert!(example.starts_with("<?xml"), "{here}: no XML example");
+        } else if here.ends_with("text/csv") {
+            // A CSV upload: a header row naming `to_number`, then rows.
+            let example = media["example"].as_str().unwrap_or_default();
+            assert!(example.starts_with("to_number,"), "{here}: no CSV example");
+            assert_eq!(schema["type"], "string", "{here}");
         } else if here.ends_with("multipart/form-data") {
             // A file upload: its example would be bytes.
             assert!(schema["properties"]["file"]["format"] == "binary", "{here}");

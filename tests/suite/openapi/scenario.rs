@@ -419,6 +419,71 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         404,
     )
     .await;
+
+    // A campaign: created, filled by JSON and CSV, started, paused, canceled, deleted.
+    let campaign = c
+        .expect(
+            M::POST,
+            "/api/campaigns",
+            Body::Json(json!({"name": "Renewals", "agent_id": agent_id,
+                              "from_phone_number_ids": [number_id], "max_concurrency": 2,
+                              "windows": [{"days": ["mon", "fri"], "start": "09:00", "end": "17:00"}],
+                              "retry": {"max_attempts": 2, "delay_secs": 600, "on": ["no_answer"]}})),
+            201,
+        )
+        .await["data"]
+        .clone();
+    let campaign_path = format!("/api/campaigns/{}", str_of(&campaign, "campaign_id"));
+    c.expect(M::GET, "/api/campaigns?status=draft", Body::None, 200)
+        .await;
+    c.expect(M::GET, &campaign_path, Body::None, 200).await;
+    c.expect(
+        M::PATCH,
+        &campaign_path,
+        Body::Json(json!({"name": "Spring renewals", "starts_at": null})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        &format!("{campaign_path}/recipients"),
+        Body::Json(json!({"recipients": [{"to_number": "+14155550161",
+                                          "dynamic_variables": {"first_name": "Ada"}}]})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        &format!("{campaign_path}/recipients"),
+        Body::Raw(
+            "text/csv".into(),
+            b"to_number,timezone\n+14155550162,Europe/Paris\n".to_vec(),
+        ),
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        &format!("{campaign_path}/recipients?status=pending"),
+        Body::None,
+        200,
+    )
+    .await;
+    for (action, status) in [
+        ("start", 200),
+        ("start", 409),
+        ("pause", 200),
+        ("cancel", 200),
+    ] {
+        c.expect(
+            M::POST,
+            &format!("{campaign_path}/{action}"),
+            Body::None,
+            status,
+        )
+        .await;
+    }
+    c.expect(M::DELETE, &campaign_path, Body::None, 200).await;
     let telnyx = c
         .expect(
             M::POST,

@@ -1,6 +1,7 @@
 //! Telephony (DESIGN §18): where calls' media streams go, and numbers connected at their
 //! provider (against a fake Twilio and Telnyx that record every request).
 
+mod campaigns;
 mod dial;
 mod inbound;
 pub(crate) mod line;

@@ -81,6 +81,10 @@ impl CallStatus {
     }
 }
 
+/// The `end_reason` of a dial whose outcome is unknown: the one terminal state a later
+/// report still moves, and never retried by a campaign (the person may have been rung).
+pub const DIAL_OUTCOME_UNKNOWN: &str = "dial_outcome_unknown";
+
 /// A call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
@@ -147,6 +151,15 @@ pub struct Call {
     #[serde(skip_serializing)]
     #[cfg_attr(feature = "openapi", schemars(skip))]
     pub dial_started_at: Option<Timestamp>,
+    /// The campaign that placed it, if one did (not serialized: its recipient's
+    /// `last_call_sid` names the call).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub campaign_id: Option<String>,
+    /// The campaign's recipient it called (not serialized).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub recipient_id: Option<String>,
     /// The stored recording, if one was uploaded (not serialized: the call's JSON has no
     /// recording field).
     #[serde(skip_serializing)]
@@ -195,6 +208,8 @@ impl Call {
             agent_version: None,
             timezone: None,
             dial_started_at: None,
+            campaign_id: None,
+            recipient_id: None,
             recording: None,
         }
     }

@@ -1,13 +1,156 @@
 //! What every outbound call is checked against before it is written, besides the suppression
 //! list (read in the dial's own transaction by the repository): the organization's calling
-//! hours in the callee's time zone.
+//! hours in the callee's time zone; and for a campaign's calls, its weekly windows, with when
+//! both next allow a call.
 
-use chrono::{TimeZone, Timelike};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike};
+use chrono_tz::Tz;
 
 use crate::error::{Error, Result};
-use crate::model::CallingHours;
+use crate::model::{CallingHours, CampaignWindow};
 use crate::time::Timestamp;
 use crate::validate;
+
+/// The days of a window, by the names the API takes, Monday first.
+const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+/// A weekly window in minutes after midnight, its days by `Weekday::num_days_from_monday`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::service) struct Window {
+    days: [bool; 7],
+    start: u32,
+    end: u32,
+}
+
+impl Window {
+    /// Checks `window` (the field `field` of the input) and reads it.
+    pub(in crate::service) fn parse(field: &str, window: &CampaignWindow) -> Result<Self> {
+        let start = validate::time_of_day(&format!("{field}.start"), &window.start)?;
+        let end = validate::time_of_day(&format!("{field}.end"), &window.end)?;
+        if start == end {
+            return Err(Error::invalid(format!(
+                "{field}: start and end are both {}; a window needs some time in it",
+                window.start
+            )));
+        }
+        if window.days.is_empty() {
+            return Err(Error::invalid(format!(
+                "{field}.days must name at least one day"
+            )));
+        }
+        let mut days = [false; 7];
+        for day in &window.days {
+            let i = DAYS.iter().position(|d| d == day).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{field}.days: `{}` is not one of mon, tue, wed, thu, fri, sat, sun",
+                    crate::ids::truncate(day, 20)
+                ))
+            })?;
+            days[i] = true;
+        }
+        Ok(Self { days, start, end })
+    }
+
+    /// Calling hours as a window of every day.
+    fn every_day(start: u32, end: u32) -> Self {
+        Self {
+            days: [true; 7],
+            start,
+            end,
+        }
+    }
+
+    /// Whether the local time `at` is inside: a window that runs over midnight belongs to
+    /// the day it opens.
+    fn holds(&self, at: &DateTime<Tz>) -> bool {
+        let minute = at.hour() * 60 + at.minute();
+        let today = at.weekday().num_days_from_monday() as usize;
+        if self.start < self.end {
+            return self.days[today] && (self.start..self.end).contains(&minute);
+        }
+        let yesterday = (today + 6) % 7;
+        (self.days[today] && minute >= self.start) || (self.days[yesterday] && minute < self.end)
+    }
+}
+
+/// When a campaign may ring a callee: inside one of its windows (any time when it has none)
+/// and inside the organization's calling hours, both in the callee's zone.
+pub(in crate::service) struct Schedule {
+    windows: Vec<Window>,
+    hours: Option<Window>,
+}
+
+impl Schedule {
+    /// The schedule of `windows` (checked when the campaign was written) and the
+    /// organization's calling `hours`.
+    pub(in crate::service) fn new(
+        windows: &[CampaignWindow],
+        hours: Option<&CallingHours>,
+    ) -> Result<Self> {
+        let windows = windows
+            .iter()
+            .map(|w| Window::parse("windows", w))
+            .collect::<Result<Vec<_>>>()?;
+        let hours = hours
+            .map(|h| {
+                Ok::<_, Error>(Window::every_day(
+                    validate::time_of_day("calling_hours.start", &h.start)?,
+                    validate::time_of_day("calling_hours.end", &h.end)?,
+                ))
+            })
+            .transpose()?;
+        Ok(Self { windows, hours })
+    }
+
+    fn holds(&self, at: &DateTime<Tz>) -> bool {
+        (self.windows.is_empty() || self.windows.iter().any(|w| w.holds(at)))
+            && self.hours.is_none_or(|h| h.holds(at))
+    }
+
+    /// `None` when a call may ring at `now` in `zone`; else the first moment in the coming
+    /// eight days when one may (or a day later, to look again, when none does).
+    pub(in crate::service) fn wait(&self, zone: &str, now: Timestamp) -> Result<Option<Timestamp>> {
+        let tz: Tz = zone
+            .parse()
+            .map_err(|_| Error::Internal(format!("stored time zone {zone} is unknown")))?;
+        let local = tz
+            .timestamp_micros(now.as_micros())
+            .single()
+            .ok_or_else(|| Error::Internal("a timestamp out of chrono's range".into()))?;
+        if self.holds(&local) {
+            return Ok(None);
+        }
+        // Every opening is a window's (or the hours') start on some day: try them in order.
+        let starts: Vec<u32> = self
+            .windows
+            .iter()
+            .chain(self.hours.as_ref())
+            .map(|w| w.start)
+            .collect();
+        let today = local.date_naive();
+        let mut candidates: Vec<DateTime<Tz>> = (0..=8)
+            .filter_map(|d| today.checked_add_signed(Duration::days(d)))
+            .flat_map(|day: NaiveDate| {
+                starts.iter().filter_map(move |&minute| {
+                    let at = day.and_hms_opt(minute / 60, minute % 60, 0)?;
+                    // A start inside a spring-forward gap opens at the first valid minute.
+                    tz.from_local_datetime(&at).earliest().or_else(|| {
+                        tz.from_local_datetime(&(at + Duration::hours(1)))
+                            .earliest()
+                    })
+                })
+            })
+            .filter(|at| *at > local)
+            .collect();
+        candidates.sort();
+        let next = candidates
+            .into_iter()
+            .find(|at| self.holds(at))
+            .map(|at| Timestamp::from_micros(at.timestamp_micros()))
+            .unwrap_or_else(|| now.add_seconds(86_400));
+        Ok(Some(next))
+    }
+}
 
 /// Whether `minute` (after midnight) is inside `[start, end)`; a window whose end is before its
 /// start runs over midnight.
@@ -83,6 +226,72 @@ mod tests {
         let night = hours("21:00", "02:00");
         assert!(require_calling_hours(Some(&night), "Asia/Tokyo", noon).is_ok());
         assert!(require_calling_hours(Some(&night), "UTC", noon).is_err());
+    }
+
+    fn window(days: &[&str], start: &str, end: &str) -> CampaignWindow {
+        CampaignWindow {
+            days: days.iter().map(|d| (*d).to_owned()).collect(),
+            start: start.into(),
+            end: end.into(),
+        }
+    }
+
+    #[test]
+    fn a_campaign_waits_for_its_window_in_the_callees_zone() {
+        // Thursday 2026-01-15, 12:00 UTC.
+        let noon = Timestamp::from_micros(NOON_UTC);
+        let weekdays = Schedule::new(
+            &[window(
+                &["mon", "tue", "wed", "thu", "fri"],
+                "09:00",
+                "17:00",
+            )],
+            None,
+        )
+        .unwrap();
+        assert_eq!(weekdays.wait("UTC", noon).unwrap(), None);
+        // 21:00 in Tokyo: opens Friday 09:00 there, 00:00 UTC.
+        let tokyo = weekdays.wait("Asia/Tokyo", noon).unwrap().unwrap();
+        assert_eq!(tokyo.to_rfc3339(), "2026-01-16T00:00:00.000000Z");
+        // 04:00 in Los Angeles: opens at 09:00 PST, 17:00 UTC.
+        let la = weekdays.wait("America/Los_Angeles", noon).unwrap().unwrap();
+        assert_eq!(la.to_rfc3339(), "2026-01-15T17:00:00.000000Z");
+        // A weekend-only window waits for Saturday.
+        let weekend = Schedule::new(&[window(&["sat", "sun"], "10:00", "12:00")], None).unwrap();
+        let sat = weekend.wait("UTC", noon).unwrap().unwrap();
+        assert_eq!(sat.to_rfc3339(), "2026-01-17T10:00:00.000000Z");
+        // Calling hours narrow a window: 09:00–17:00 and 13:00–20:00 open at 13:00.
+        let hours = CallingHours {
+            start: "13:00".into(),
+            end: "20:00".into(),
+        };
+        let both = Schedule::new(
+            &[window(
+                &["mon", "tue", "wed", "thu", "fri"],
+                "09:00",
+                "17:00",
+            )],
+            Some(&hours),
+        )
+        .unwrap();
+        let at = both.wait("UTC", noon).unwrap().unwrap();
+        assert_eq!(at.to_rfc3339(), "2026-01-15T13:00:00.000000Z");
+        // Over midnight, the window belongs to the day it opens: Thursday 22:00–02:00 holds
+        // at Friday 01:00 but not Saturday 01:00.
+        let late = Schedule::new(&[window(&["thu"], "22:00", "02:00")], None).unwrap();
+        let friday_one = Timestamp::from_micros(NOON_UTC + 13 * 3_600_000_000);
+        assert_eq!(late.wait("UTC", friday_one).unwrap(), None);
+        let saturday_one = Timestamp::from_micros(NOON_UTC + 37 * 3_600_000_000);
+        assert!(late.wait("UTC", saturday_one).unwrap().is_some());
+    }
+
+    #[test]
+    fn windows_are_checked() {
+        let bad = |w: CampaignWindow| Window::parse("windows[0]", &w).unwrap_err().to_string();
+        assert!(bad(window(&["mon"], "09:00", "09:00")).contains("start and end"));
+        assert!(bad(window(&["monday"], "09:00", "10:00")).contains("`monday`"));
+        assert!(bad(window(&[], "09:00", "10:00")).contains("at least one day"));
+        assert!(bad(window(&["mon"], "9:00", "10:00")).contains("windows[0].start"));
     }
 
     #[test]

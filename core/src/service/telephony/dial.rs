@@ -38,7 +38,10 @@ struct DialJob {
     call_sid: String,
 }
 
-fn variables(input: Option<BTreeMap<String, String>>) -> Result<BTreeMap<String, String>> {
+/// Checks the `dynamic_variables` of a dial, a campaign or a recipient.
+pub(in crate::service) fn variables(
+    input: Option<BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>> {
     let vars = input.unwrap_or_default();
     if vars.len() > MAX_VARIABLES {
         return Err(Error::invalid(format!(
@@ -65,6 +68,16 @@ fn variables(input: Option<BTreeMap<String, String>>) -> Result<BTreeMap<String,
     Ok(vars)
 }
 
+/// What a dial asks for, its fields checked one by one.
+pub(in crate::service) struct DialPlan {
+    pub(in crate::service) agent_id: String,
+    pub(in crate::service) number_id: String,
+    pub(in crate::service) to_number: String,
+    pub(in crate::service) dynamic_variables: BTreeMap<String, String>,
+    pub(in crate::service) metadata: serde_json::Map<String, serde_json::Value>,
+    pub(in crate::service) timezone: Option<String>,
+}
+
 impl Service {
     /// Places an outbound call from one of the organization's numbers, answered by `agent_id`:
     /// checks the agent, the number, its integration and the runtime URL, then records the
@@ -72,22 +85,64 @@ impl Service {
     pub async fn call_dial(&self, actor: &Actor, input: Dial) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
         let org = &actor.organization_id;
-        let agent_id = IdKind::Agent.parse(&input.agent_id)?;
-        let number_id = IdKind::PhoneNumber.parse(&input.from_phone_number_id)?;
-        let to_number = validate::e164("to_number", &input.to_number)?;
-        let dynamic_variables = variables(input.dynamic_variables)?;
-        let metadata = input.metadata.unwrap_or_default();
-        if serde_json::to_vec(&metadata).map_or(0, |m| m.len()) > MAX_METADATA_BYTES {
+        let plan = DialPlan {
+            agent_id: IdKind::Agent.parse(&input.agent_id)?,
+            number_id: IdKind::PhoneNumber.parse(&input.from_phone_number_id)?,
+            to_number: validate::e164("to_number", &input.to_number)?,
+            dynamic_variables: variables(input.dynamic_variables)?,
+            metadata: input.metadata.unwrap_or_default(),
+            timezone: input
+                .timezone
+                .as_deref()
+                .map(|tz| validate::timezone("timezone", tz))
+                .transpose()?,
+        };
+        if serde_json::to_vec(&plan.metadata).map_or(0, |m| m.len()) > MAX_METADATA_BYTES {
             return Err(Error::invalid(format!(
                 "metadata is larger than {} KiB of JSON",
                 MAX_METADATA_BYTES / 1024
             )));
         }
-        let timezone = input
-            .timezone
-            .as_deref()
-            .map(|tz| validate::timezone("timezone", tz))
-            .transpose()?;
+        let settings = self
+            .repo
+            .organization_settings(org)
+            .await?
+            .ok_or_else(|| Error::not_found("this organization no longer exists"))?;
+        let callee_zone = plan.timezone.as_deref().unwrap_or(&settings.timezone);
+        super::compliance::require_calling_hours(
+            settings.calling_hours.as_ref(),
+            callee_zone,
+            self.now(),
+        )?;
+        if let Some(version) = input.agent_version {
+            // Agents have no published versions yet (DESIGN §20).
+            return Err(Error::unprocessable(format!(
+                "agent {} has no published version {version}",
+                plan.agent_id
+            )));
+        }
+        let (call, job) = self.prepare_dial(org, plan, &settings).await?;
+        let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
+        self.after_write(self.repo.call_open(&call, &event, &[job]).await)?;
+        Ok(call)
+    }
+
+    /// The call `plan` asks for and the job that dials it, once the agent, the number, its
+    /// integration and the runtime URL can place it; nothing is written.
+    pub(in crate::service) async fn prepare_dial(
+        &self,
+        org: &str,
+        plan: DialPlan,
+        settings: &crate::model::OrganizationSettings,
+    ) -> Result<(Call, NewJob)> {
+        let DialPlan {
+            agent_id,
+            number_id,
+            to_number,
+            dynamic_variables,
+            metadata,
+            timezone,
+        } = plan;
         let agent = self
             .repo
             .agent_get(org, &agent_id)
@@ -118,27 +173,10 @@ impl Service {
             })?;
         let credentials = self.open_credentials(&integration_id, &sealed)?;
         ready_for_calls(&integration_id, &credentials)?;
-        let settings = self
-            .repo
-            .organization_settings(org)
-            .await?
-            .ok_or_else(|| Error::not_found("this organization no longer exists"))?;
-        let callee_zone = timezone.as_deref().unwrap_or(&settings.timezone);
-        super::compliance::require_calling_hours(
-            settings.calling_hours.as_ref(),
-            callee_zone,
-            self.now(),
-        )?;
         if agent.runtime_stream_url.is_none() && settings.runtime_stream_url.is_none() {
             return Err(Error::unprocessable(format!(
                 "no runtime_stream_url: set it in the organization settings or on agent \
                  {agent_id}, so that the call's media has somewhere to go"
-            )));
-        }
-        if let Some(version) = input.agent_version {
-            // Agents have no published versions yet (DESIGN §20).
-            return Err(Error::unprocessable(format!(
-                "agent {agent_id} has no published version {version}"
             )));
         }
         self.telephony_gateway()?;
@@ -157,24 +195,21 @@ impl Service {
         call.dynamic_variables = dynamic_variables;
         call.metadata = metadata;
         call.timezone = timezone;
-        let now = call.created_at;
         let job = NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: CALL_DIAL.to_owned(),
             payload: serde_json::to_value(DialJob {
-                organization_id: org.clone(),
+                organization_id: org.to_owned(),
                 call_sid: call.call_sid.clone(),
             })
             .map_err(|e| Error::Internal(format!("encoding a dial job: {e}")))?,
-            run_at: now,
+            run_at: call.created_at,
             // Only failures before the mark are retried (the database, say); after it, the
             // job ends the call instead.
             max_attempts: 5,
             unique_key: Some(format!("{CALL_DIAL}:{}", call.call_sid)),
         };
-        let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
-        self.after_write(self.repo.call_open(&call, &event, &[job]).await)?;
-        Ok(call)
+        Ok((call, job))
     }
 
     /// Ends a call the job could not place: `failed`, with why, unless a report moved it

@@ -22,9 +22,11 @@ mod dial;
 mod inbound;
 mod status;
 
+pub(in crate::service) use compliance::{Schedule, Window};
 pub use control::CallSession;
 pub use dial::CALL_DIAL;
 pub(super) use dial::DialCall;
+pub(in crate::service) use dial::{DialPlan, variables};
 pub(super) use inbound::TelnyxCommand;
 pub use inbound::{TELNYX_ANSWER, TELNYX_REJECT};
 

@@ -10,9 +10,7 @@ use crate::telephony::TelephonyProvider;
 use crate::telephony::progress::{self, AnsweredBy};
 use crate::time::Timestamp;
 
-/// The `end_reason` of a dial whose outcome is unknown: the one terminal state a later
-/// report still moves.
-pub(super) const DIAL_OUTCOME_UNKNOWN: &str = "dial_outcome_unknown";
+pub(super) use crate::model::DIAL_OUTCOME_UNKNOWN;
 
 /// What one report says about a call.
 #[derive(Debug, Clone, Default)]

@@ -62,6 +62,8 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
         agent_version: m.agent_version,
         timezone: m.timezone,
         dial_started_at: ts_opt(m.dial_started_at),
+        campaign_id: m.campaign_id,
+        recipient_id: m.recipient_id,
         recording: match (m.recording_key, m.recording_content_type, m.recording_size) {
             (Some(key), Some(content_type), Some(size)) => Some(Recording {
                 key,
@@ -108,6 +110,8 @@ pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
         agent_version: Set(c.agent_version),
         timezone: Set(c.timezone.clone()),
         dial_started_at: Set(c.dial_started_at.map(Timestamp::as_micros)),
+        campaign_id: Set(c.campaign_id.clone()),
+        recipient_id: Set(c.recipient_id.clone()),
     })
 }
 
@@ -202,6 +206,7 @@ impl CallRepository for SeaRepository {
         if serde_json::to_value(&before).ok().as_ref() != Some(&event.data) {
             record_event(&txn, organization_id, &event).await?;
         }
+        super::campaigns::call_ended(&txn, &before, &c).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(c))
     }

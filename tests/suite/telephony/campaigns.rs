@@ -1,0 +1,788 @@
+//! Campaigns (DESIGN §19): their life (draft, running, paused, completed, canceled),
+//! recipients by JSON and CSV (all or nothing), and the pacing of their calls at the fake
+//! Twilio: within the campaign's concurrency, in each callee's windows and the organization's
+//! calling hours, retried on the outcomes named, never dialing anyone twice or anyone
+//! suppressed, across two job runners.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use voiceplane_core::role::Role;
+use voiceplane_suite::*;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, Request, Respond, ResponseTemplate};
+
+use super::line::{Line, Provider, Runner, field, form};
+
+const CALLS: &str = "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls.json";
+
+/// Twilio's id of the call voiceplane dials as `call_sid` (named by its status URL).
+fn twilio_sid(call_sid: &str) -> String {
+    let tail: String = call_sid
+        .trim_start_matches("call_")
+        .chars()
+        .take(24)
+        .collect();
+    format!("CA{tail:0<32}")
+}
+
+/// The fake Twilio's answer to a dial: a new call whose id follows from voiceplane's.
+struct Creates;
+
+impl Respond for Creates {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let f = form(&request.body);
+        let call_sid = field(&f, "StatusCallback")[0]
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        ResponseTemplate::new(201)
+            .set_body_json(json!({"sid": twilio_sid(&call_sid), "status": "queued"}))
+    }
+}
+
+/// A dial the fake received: voiceplane's call id, who it rings, from which number.
+#[derive(Debug, Clone)]
+struct Dialed {
+    call_sid: String,
+    to: String,
+    from: String,
+}
+
+async fn dialed(line: &Line) -> Vec<Dialed> {
+    line.sent_to(CALLS)
+        .await
+        .iter()
+        .map(|r| {
+            let f = form(&r.body);
+            Dialed {
+                call_sid: field(&f, "StatusCallback")[0]
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+                to: field(&f, "To")[0].to_owned(),
+                from: field(&f, "From")[0].to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Twilio reports that the call `call_sid` ended `status` (`completed`, `no-answer`, …).
+async fn ends(line: &Line, call_sid: &str, status: &str) {
+    let sid = twilio_sid(call_sid);
+    let path = format!("/status/{call_sid}");
+    let resp = line
+        .twilio(&path, &[("CallSid", sid.as_str()), ("CallStatus", status)])
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+async fn twilio_creates(line: &Line) {
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(Creates)
+        .mount(&line.provider)
+        .await;
+}
+
+/// The campaign at `path` as the API shows it.
+async fn campaign(line: &Line, path: &str) -> Value {
+    let (status, body) = line.c.get(path).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"].clone()
+}
+
+/// Every recipient of the campaign at `path`, by number.
+async fn recipients(line: &Line, path: &str) -> BTreeMap<String, Value> {
+    let mut all = BTreeMap::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let url = match &cursor {
+            Some(c) => format!("{path}/recipients?limit=100&cursor={c}"),
+            None => format!("{path}/recipients?limit=100"),
+        };
+        let (status, body) = line.c.get(&url).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for r in body["data"].as_array().unwrap() {
+            all.insert(r["to_number"].as_str().unwrap().to_owned(), r.clone());
+        }
+        match body["pagination"]["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return all,
+        }
+    }
+}
+
+/// The counts the campaign shows equal its recipients' statuses, read while nothing moved
+/// (the same recipients before and after the campaign).
+async fn counts_are_true(line: &Line, path: &str) -> Value {
+    for _ in 0..50 {
+        let before = recipients(line, path).await;
+        let shown = campaign(line, path).await;
+        if recipients(line, path).await != before {
+            continue;
+        }
+        let mut tally: HashMap<String, u64> = HashMap::new();
+        for r in before.values() {
+            *tally
+                .entry(r["status"].as_str().unwrap().to_owned())
+                .or_default() += 1;
+        }
+        let counts = &shown["counts"];
+        assert_eq!(counts["total"], before.len() as u64, "{shown}");
+        for status in [
+            "pending",
+            "in_progress",
+            "completed",
+            "failed",
+            "suppressed",
+            "canceled",
+        ] {
+            assert_eq!(
+                counts[status].as_u64().unwrap(),
+                tally.get(status).copied().unwrap_or(0),
+                "{status} in {shown}"
+            );
+        }
+        return shown;
+    }
+    panic!("the recipients never stood still");
+}
+
+async fn post_csv(line: &Line, path: &str, csv: &str) -> (StatusCode, Value) {
+    let resp = line
+        .c
+        .request(Method::POST, path)
+        .header("content-type", "text/csv")
+        .body(csv.to_owned())
+        .send()
+        .await
+        .unwrap();
+    read_json(resp).await
+}
+
+fn campaign_body(line: &Line, extra: Value) -> Value {
+    merged(
+        json!({"name": "Renewals", "agent_id": line.agent_id,
+               "from_phone_number_ids": [line.number_id]}),
+        extra,
+    )
+}
+
+/// Create, read, list, change; the transitions and the 409 that says why one is refused;
+/// recipients by JSON, de-duplicated; the events of each transition; who may do what.
+async fn campaigns_move_through_their_states(ctx: &TestContext) {
+    let line = Line::open_with(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_secs(10),
+        false,
+    )
+    .await;
+    let c = &line.c;
+    for (bad, field) in [
+        (json!({"max_concurrency": 0}), "max_concurrency"),
+        (json!({"max_concurrency": 101}), "max_concurrency"),
+        (json!({"timezone": "Mars/Olympus"}), "timezone"),
+        (json!({"retry": {"delay_secs": 10}}), "retry.delay_secs"),
+        (json!({"retry": {"max_attempts": 11}}), "retry.max_attempts"),
+        (
+            json!({"windows": [{"days": ["mon"], "start": "9:00", "end": "17:00"}]}),
+            "windows[0].start",
+        ),
+        (
+            json!({"windows": [{"days": ["someday"], "start": "09:00", "end": "17:00"}]}),
+            "windows[0].days",
+        ),
+        (
+            json!({"from_phone_number_ids": []}),
+            "from_phone_number_ids",
+        ),
+        (
+            json!({"starts_at": "2026-02-01T00:00:00Z", "ends_at": "2026-01-01T00:00:00Z"}),
+            "ends_at",
+        ),
+    ] {
+        let (status, body) = c
+            .post("/api/campaigns", campaign_body(&line, bad.clone()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains(field),
+            "{bad}: {body}"
+        );
+    }
+    let (status, body) = c
+        .post(
+            "/api/campaigns",
+            campaign_body(&line, json!({"agent_id": "agent_0000000000000000"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    let created = c
+        .create(
+            "/api/campaigns",
+            campaign_body(
+                &line,
+                json!({"max_concurrency": 3, "timezone": "Europe/Paris",
+                       "windows": [{"days": ["mon", "tue"], "start": "09:00", "end": "18:00"}],
+                       "retry": {"max_attempts": 3, "delay_secs": 600, "on": ["no_answer", "busy"]},
+                       "dynamic_variables": {"offer": "spring"}}),
+            ),
+        )
+        .await;
+    let id = created["campaign_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("cmp_") && id.len() == 16, "{id}");
+    assert_eq!(created["status"], "draft");
+    assert_eq!(created["max_concurrency"], 3);
+    assert_eq!(created["retry"]["on"], json!(["busy", "no_answer"]));
+    assert_eq!(
+        created["counts"],
+        json!({"total": 0, "pending": 0, "in_progress": 0, "completed": 0, "failed": 0,
+               "suppressed": 0, "canceled": 0})
+    );
+    let path = format!("/api/campaigns/{id}");
+    assert_eq!(campaign(&line, &path).await["name"], "Renewals");
+
+    let (status, body) = c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("no recipients"),
+        "{body}"
+    );
+
+    let (status, body) = c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [
+                {"to_number": "+14155550201", "dynamic_variables": {"first_name": "Ada"}},
+                {"to_number": "+14155550202", "timezone": "America/New_York"},
+                {"to_number": "+14155550201"},
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"], json!({"added": 2, "duplicates": 1}));
+    let (status, body) = c
+        .post(&format!("{path}/recipients"), json!({"recipients": []}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [{"to_number": "+14155550203"}, {"to_number": "555"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("recipients[1]"),
+        "{body}"
+    );
+    let rs = recipients(&line, &path).await;
+    assert_eq!(rs.len(), 2, "nothing of a refused upload is kept");
+    let ada = &rs["+14155550201"];
+    assert!(ada["recipient_id"].as_str().unwrap().starts_with("rcp_"));
+    assert_eq!(ada["status"], "pending");
+    assert_eq!(ada["attempts"], 0);
+    assert_eq!(ada["dynamic_variables"], json!({"first_name": "Ada"}));
+    assert_eq!(rs["+14155550202"]["timezone"], "America/New_York");
+
+    let (status, body) = c
+        .send(
+            Method::PATCH,
+            &path,
+            Some(json!({"name": "Spring renewals", "ends_at": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["name"], "Spring renewals");
+
+    // A `user` key reads, and may not write.
+    let admin = ctx
+        .actor(c.org.as_deref().unwrap(), c.key.as_deref().unwrap())
+        .await;
+    let (key, _) = ctx.key_with_role(&admin, Role::User).await;
+    let user = c.with_key(&key.api_key);
+    assert_eq!(user.get(&path).await.0, StatusCode::OK);
+    assert_eq!(user.get("/api/campaigns").await.0, StatusCode::OK);
+    assert_eq!(
+        user.post(&format!("{path}/start"), json!({})).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        user.post("/api/campaigns", campaign_body(&line, json!({})))
+            .await
+            .0,
+        StatusCode::FORBIDDEN
+    );
+
+    // Running: no change, no delete, no second start.
+    let (status, body) = c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["status"], "running");
+    for (status, body) in [
+        c.post(&format!("{path}/start"), json!({})).await,
+        c.send(Method::PATCH, &path, Some(json!({"name": "x"})))
+            .await,
+        c.send(Method::DELETE, &path, None).await,
+    ] {
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    }
+    let (_, listed) = c.get("/api/campaigns?status=running").await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["data"][0]["counts"]["total"], 2);
+    let (_, listed) = c.get("/api/campaigns?status=draft").await;
+    assert!(listed["data"].as_array().unwrap().is_empty());
+    let (status, _) = c.get("/api/campaigns?status=sleeping").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (status, body) = c.post(&format!("{path}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["status"], "paused");
+    let (status, body) = c.post(&format!("{path}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, body) = c
+        .send(Method::PATCH, &path, Some(json!({"max_concurrency": 2})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (status, body) = c.post(&format!("{path}/cancel"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["status"], "canceled");
+    assert_eq!(body["data"]["counts"]["canceled"], 2);
+    assert_eq!(body["data"]["counts"]["pending"], 0);
+    for action in ["start", "cancel"] {
+        let (status, body) = c.post(&format!("{path}/{action}"), json!({})).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{action}: {body}");
+    }
+    let (status, _) = c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [{"to_number": "+14155550209"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (_, events) = c
+        .get("/api/events?type=campaign.started&type=campaign.paused&type=campaign.canceled")
+        .await;
+    let types: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["campaign.canceled", "campaign.paused", "campaign.started"]
+    );
+    let (_, audit) = c.get("/api/audit-log?resource_type=campaign").await;
+    let actions: BTreeSet<&str> = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for action in [
+        "campaign.create",
+        "campaign.update",
+        "campaign.start",
+        "campaign.pause",
+        "campaign.cancel",
+    ] {
+        assert!(actions.contains(action), "{action} in {actions:?}");
+    }
+
+    let (status, body) = c.send(Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(c.get(&path).await.0, StatusCode::NOT_FOUND);
+    assert!(
+        dialed(&line).await.is_empty(),
+        "the runner was off: nobody was called"
+    );
+    line.close().await;
+}
+
+/// A CSV upload: the header names the columns, spreadsheets' byte-order mark and CRLF are
+/// fine, quoted cells keep their commas, and one bad row anywhere refuses the whole file with
+/// the lines of the bad rows.
+async fn csv_uploads_are_all_or_nothing(ctx: &TestContext) {
+    let line = Line::open_with(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_secs(10),
+        false,
+    )
+    .await;
+    let created = line
+        .c
+        .create("/api/campaigns", campaign_body(&line, json!({})))
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let upload = format!("{path}/recipients");
+
+    let bad = "to_number,timezone,first_name\n+14155550301,,Ada\nnot-a-number,,Bob\n+14155550303,Mars/Base,Cy\n+14155550304,,Di\n";
+    let (status, body) = post_csv(&line, &upload, bad).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("line 3: to_number"), "{detail}");
+    assert!(detail.contains("line 4: timezone"), "{detail}");
+    assert!(!detail.contains("line 2"), "{detail}");
+    assert!(
+        recipients(&line, &path).await.is_empty(),
+        "nothing was added"
+    );
+
+    let good = "\u{feff}first_name,to_number,timezone,company\r\nAda,+14155550301,,\"Lovelace, Ltd\"\r\nBob,+14155550302,Europe/Paris,\r\n\r\nAda again,+14155550301,,\r\n";
+    let (status, body) = post_csv(&line, &upload, good).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"], json!({"added": 2, "duplicates": 1}));
+    let rs = recipients(&line, &path).await;
+    assert_eq!(
+        rs["+14155550301"]["dynamic_variables"],
+        json!({"first_name": "Ada", "company": "Lovelace, Ltd"})
+    );
+    assert_eq!(rs["+14155550302"]["timezone"], "Europe/Paris");
+    assert_eq!(
+        rs["+14155550302"]["dynamic_variables"],
+        json!({"first_name": "Bob"})
+    );
+
+    for (csv, says) in [
+        ("phone\n+14155550305\n", "no `to_number` column"),
+        ("", "empty"),
+        ("to_number,first name\n+14155550305,x\n", "line 1"),
+    ] {
+        let (status, body) = post_csv(&line, &upload, csv).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{csv}: {body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains(says),
+            "{csv}: {body}"
+        );
+    }
+    // Many bad rows: twenty are named, and the rest are said to exist.
+    let mut many = String::from("to_number\n");
+    for i in 0..30 {
+        many.push_str(&format!("bad{i}\n"));
+    }
+    let (status, body) = post_csv(&line, &upload, &many).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert_eq!(detail.matches("line ").count(), 20, "{detail}");
+    assert!(detail.ends_with("and more"), "{detail}");
+    // Neither JSON nor CSV: 415.
+    let resp = line
+        .c
+        .request(Method::POST, &upload)
+        .header("content-type", "text/plain")
+        .body("+14155550305")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    line.close().await;
+}
+
+/// Fifty recipients, five calls at a time, from two numbers in turn, paced by two job
+/// runners: never more than five calls in flight at the fake Twilio, everyone dialed once
+/// (twice for a retried no-answer, after the delay), the suppressed number never, the counts
+/// true at every step, and the campaign completed by itself.
+async fn a_campaign_calls_everyone_within_its_concurrency(ctx: &TestContext) {
+    let mut line = Line::open_with(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_secs(10),
+        false,
+    )
+    .await;
+    twilio_creates(&line).await;
+    let second = line
+        .c
+        .create(
+            "/api/phone-numbers",
+            json!({"phone_number": "+14155550110", "provider": "twilio",
+                   "integration_id": line.integration_id}),
+        )
+        .await;
+    let second_id = second["phone_number_id"].as_str().unwrap().to_owned();
+    let numbers: Vec<String> = (0..50)
+        .map(|i| format!("+1415555{:04}", 2000 + i))
+        .collect();
+    let suppressed = numbers[7].clone();
+    let (status, _) = line
+        .c
+        .post(
+            "/api/suppressions",
+            json!({"phone_number": suppressed, "reason": "opted out"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let created = line
+        .c
+        .create(
+            "/api/campaigns",
+            json!({"name": "Fifty", "agent_id": line.agent_id,
+                   "from_phone_number_ids": [line.number_id, second_id],
+                   "max_concurrency": 5,
+                   "retry": {"max_attempts": 2, "delay_secs": 60, "on": ["no_answer"]},
+                   "dynamic_variables": {"offer": "spring"}}),
+        )
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let mut csv = String::from("to_number,slot\n");
+    for (i, n) in numbers.iter().enumerate() {
+        csv.push_str(&format!("{n},{i}\n"));
+    }
+    let (status, body) = post_csv(&line, &format!("{path}/recipients"), &csv).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["added"], 50);
+    let (status, body) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Two instances' runners on one database.
+    line.run_jobs();
+    let other = Runner::start(&line.service, "second-instance");
+
+    // Who does not answer: slots 3, 13, …, never (failed after two attempts); slots 5, 15, …
+    // the first time only.
+    let outcome = |to: &str, attempt: usize| -> &'static str {
+        let slot = numbers.iter().position(|n| n == to).unwrap();
+        match (slot % 10, attempt) {
+            (3, _) | (5, 1) => "no-answer",
+            _ => "completed",
+        }
+    };
+    let mut ended: BTreeSet<String> = BTreeSet::new();
+    let mut attempts: HashMap<String, usize> = HashMap::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the campaign did not complete"
+        );
+        let shown = counts_are_true(&line, &path).await;
+        if shown["status"] == "completed" {
+            break;
+        }
+        let calls = dialed(&line).await;
+        let live: Vec<&Dialed> = calls
+            .iter()
+            .filter(|d| !ended.contains(&d.call_sid))
+            .collect();
+        assert!(live.len() <= 5, "{} calls in flight at once", live.len());
+        if live.is_empty() {
+            // Only retries are left, due a minute after their first attempt ended: time
+            // moves on (only then, so that no job's lease ends while it runs).
+            let rs = recipients(&line, &path).await;
+            let pending: Vec<&Value> = rs.values().filter(|r| r["status"] == "pending").collect();
+            let waiting = !pending.is_empty()
+                && shown["counts"]["in_progress"] == 0
+                && pending.iter().all(|r| r["next_attempt_at"].is_string());
+            if waiting {
+                ctx.clock.advance(61);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            continue;
+        }
+        for d in live {
+            let n = attempts.entry(d.to.clone()).or_default();
+            *n += 1;
+            let status = outcome(&d.to, *n);
+            ends(&line, &d.call_sid, status).await;
+            ended.insert(d.call_sid.clone());
+        }
+    }
+    other.stop().await;
+
+    let calls = dialed(&line).await;
+    let mut per_number: HashMap<&str, usize> = HashMap::new();
+    for d in &calls {
+        *per_number.entry(d.to.as_str()).or_default() += 1;
+    }
+    for (slot, n) in numbers.iter().enumerate() {
+        let expected = match slot {
+            7 => 0,
+            s if s % 10 == 3 || s % 10 == 5 => 2,
+            _ => 1,
+        };
+        assert_eq!(
+            per_number.get(n.as_str()).copied().unwrap_or(0),
+            expected,
+            "{n}"
+        );
+    }
+    let froms: BTreeSet<&str> = calls.iter().map(|d| d.from.as_str()).collect();
+    assert_eq!(froms.len(), 2, "both numbers placed calls: {froms:?}");
+    let rs = recipients(&line, &path).await;
+    for (slot, n) in numbers.iter().enumerate() {
+        let r = &rs[n];
+        let (status, tries) = match slot {
+            7 => ("suppressed", 0),
+            s if s % 10 == 3 => ("failed", 2),
+            s if s % 10 == 5 => ("completed", 2),
+            _ => ("completed", 1),
+        };
+        if r["status"] != status {
+            let call = line.call(r["last_call_sid"].as_str().unwrap()).await;
+            panic!("{r} ended {call}");
+        }
+        assert_eq!(r["attempts"], tries, "{r}");
+    }
+    let shown = counts_are_true(&line, &path).await;
+    assert_eq!(shown["counts"]["completed"], 44);
+    assert_eq!(shown["counts"]["failed"], 5);
+    assert_eq!(shown["counts"]["suppressed"], 1);
+    // A call carries its campaign and recipient, and the campaign's and recipient's variables.
+    let first = line.call(&calls[0].call_sid).await;
+    assert_eq!(first["metadata"]["campaign_id"], created["campaign_id"]);
+    assert_eq!(first["dynamic_variables"]["offer"], "spring");
+    assert!(first["dynamic_variables"]["slot"].is_string(), "{first}");
+    let (_, events) = line.c.get("/api/events?type=campaign.completed").await;
+    assert_eq!(events["data"].as_array().unwrap().len(), 1);
+    line.close().await;
+}
+
+/// Windows and calling hours in the callee's zone: at 00:00 UTC on a Thursday it is 09:00 in
+/// Tokyo (called) and 19:00 on Wednesday in New York (waits for 09:00 there, 14:00 UTC);
+/// paused, a campaign dials no one; canceled, its call in progress finishes and its pending
+/// recipients are canceled.
+async fn campaigns_wait_for_windows_and_stop_when_told(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line).await;
+    let (status, body) = line
+        .c
+        .send(
+            Method::PATCH,
+            "/api/organization/settings",
+            Some(json!({"calling_hours": {"start": "08:00", "end": "21:00"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let created = line
+        .c
+        .create(
+            "/api/campaigns",
+            campaign_body(
+                &line,
+                json!({"windows": [{"days": ["mon", "tue", "wed", "thu", "fri"],
+                                    "start": "09:00", "end": "17:00"}],
+                       "timezone": "Asia/Tokyo"}),
+            ),
+        )
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let (status, body) = line
+        .c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [
+                {"to_number": "+14155550401"},
+                {"to_number": "+14155550402", "timezone": "America/New_York"},
+                {"to_number": "+14155550403", "timezone": "Asia/Tokyo"},
+                {"to_number": "+14155550404", "timezone": "America/New_York"},
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("a Tokyo recipient is dialed", || async {
+        dialed(&line).await.len() == 1
+    })
+    .await;
+    let tokyo = ["+14155550401", "+14155550403"];
+    let first = dialed(&line).await[0].clone();
+    assert!(tokyo.contains(&first.to.as_str()), "{first:?}");
+
+    // Paused, the call in progress ends and nobody else is dialed.
+    let (status, _) = line.c.post(&format!("{path}/pause"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    ends(&line, &first.call_sid, "completed").await;
+    let done = eventually_value(&line, &path, &first.to, |r| r["status"] == "completed").await;
+    assert_eq!(done["last_outcome"], "completed");
+    assert_eq!(done["last_call_sid"], first.call_sid.as_str());
+    assert_eq!(dialed(&line).await.len(), 1);
+
+    // Resumed, the other Tokyo recipient is dialed; once it is done, New York waits for its
+    // window.
+    let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("the other Tokyo recipient is dialed", || async {
+        dialed(&line).await.len() == 2
+    })
+    .await;
+    let second = dialed(&line).await[1].clone();
+    assert!(
+        tokyo.contains(&second.to.as_str()) && second.to != first.to,
+        "{second:?}"
+    );
+    ends(&line, &second.call_sid, "completed").await;
+    for number in ["+14155550402", "+14155550404"] {
+        let waiting =
+            eventually_value(&line, &path, number, |r| r["next_attempt_at"].is_string()).await;
+        assert_eq!(waiting["next_attempt_at"], "2026-01-01T14:00:00.000000Z");
+        assert_eq!(waiting["status"], "pending");
+        assert_eq!(waiting["attempts"], 0);
+    }
+    assert_eq!(dialed(&line).await.len(), 2);
+
+    // At 09:00 in New York one is dialed (one call at a time); canceled then, the other is
+    // canceled and the call in progress ends normally.
+    ctx.clock.advance(14 * 3600);
+    eventually("a New York recipient is dialed", || async {
+        dialed(&line).await.len() == 3
+    })
+    .await;
+    let third = dialed(&line).await[2].clone();
+    let (status, body) = line.c.post(&format!("{path}/cancel"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["counts"]["canceled"], 1);
+    assert_eq!(body["data"]["counts"]["in_progress"], 1);
+    let call = line.call(&third.call_sid).await;
+    assert_ne!(call["status"], "canceled", "{call}");
+    ends(&line, &third.call_sid, "completed").await;
+    eventually_value(&line, &path, &third.to, |r| r["status"] == "completed").await;
+    ctx.clock.advance(3600);
+    assert_eq!(
+        dialed(&line).await.len(),
+        3,
+        "nobody is dialed after a cancel"
+    );
+    let shown = counts_are_true(&line, &path).await;
+    assert_eq!(shown["status"], "canceled");
+    assert_eq!(shown["counts"]["completed"], 3);
+    line.close().await;
+}
+
+/// Waits until the recipient `to` of the campaign at `path` satisfies `done`.
+async fn eventually_value(
+    line: &Line,
+    path: &str,
+    to: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(&format!("recipient {to}"), || async {
+        recipients(line, path).await.get(to).is_some_and(&done)
+    })
+    .await;
+    recipients(line, path).await[to].clone()
+}
+
+db_tests!(
+    campaigns_move_through_their_states,
+    csv_uploads_are_all_or_nothing,
+    a_campaign_calls_everyone_within_its_concurrency,
+    campaigns_wait_for_windows_and_stop_when_told,
+);
