@@ -30,7 +30,11 @@ pub(super) async fn refuse_over_limit<C: ConnectionTrait>(
 ) -> Result<()> {
     let Some(limit) = one(
         db,
-        organization::Entity::find_by_id(organization_id.to_owned()).lock_exclusive(),
+        // FOR NO KEY UPDATE: dials queue on each other, but not on the key-share locks that
+        // every insert of a row referring to the organization takes (an event, a call),
+        // which a transaction ending a campaign's call holds while it waits for the campaign.
+        organization::Entity::find_by_id(organization_id.to_owned())
+            .lock(sea_orm::sea_query::LockType::NoKeyUpdate),
         |m| Ok(m.max_concurrent_calls),
     )
     .await?

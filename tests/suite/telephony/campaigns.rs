@@ -77,7 +77,13 @@ async fn ends(line: &Line, call_sid: &str, status: &str) {
     let resp = line
         .twilio(&path, &[("CallSid", sid.as_str()), ("CallStatus", status)])
         .await;
-    assert_eq!(resp.status(), StatusCode::OK);
+    let code = resp.status();
+    assert_eq!(
+        code,
+        StatusCode::OK,
+        "{}",
+        resp.text().await.unwrap_or_default()
+    );
 }
 
 async fn twilio_creates(line: &Line) {
@@ -651,8 +657,10 @@ async fn a_campaign_calls_everyone_within_its_concurrency(ctx: &TestContext) {
     line.close().await;
 }
 
-/// Windows and calling hours in the callee's zone: at 00:00 UTC on a Thursday it is 09:00 in
-/// Tokyo (called) and 19:00 on Wednesday in New York (waits for 09:00 there, 14:00 UTC);
+/// Windows and calling hours in the callee's zone (the recipient's, else the campaign's for
+/// windows and, for a US number, the organization's for the hours): at 00:00 UTC on a
+/// Thursday it is 09:00 in Tokyo (called) and 19:00 on Wednesday in New York (waits for 09:00
+/// there, 14:00 UTC);
 /// paused, a campaign dials no one; canceled, its call in progress finishes and its pending
 /// recipients are canceled.
 async fn campaigns_wait_for_windows_and_stop_when_told(ctx: &TestContext) {
@@ -663,7 +671,8 @@ async fn campaigns_wait_for_windows_and_stop_when_told(ctx: &TestContext) {
         .send(
             Method::PATCH,
             "/api/organization/settings",
-            Some(json!({"calling_hours": {"start": "08:00", "end": "21:00"}})),
+            Some(json!({"calling_hours": {"start": "08:00", "end": "21:00"},
+                        "timezone": "Asia/Tokyo"})),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -677,8 +677,8 @@ async fn a_suppressed_number_is_never_dialed(ctx: &TestContext) {
     line.close().await;
 }
 
-/// The organization's calling hours hold in the callee's time zone (the dial's, else the
-/// organization's): outside them a dial is a 422 naming the local time and zone, and nothing
+/// The organization's calling hours hold in the callee's time zone (the dial's, else their
+/// number's country's when it has only one, else the organization's): outside them a dial is a 422 naming the local time and zone, and nothing
 /// is recorded. Bad settings are 400s naming the field.
 async fn dials_keep_to_calling_hours(ctx: &TestContext) {
     let line = Line::open(ctx, Provider::Twilio).await;
@@ -735,7 +735,14 @@ async fn dials_keep_to_calling_hours(ctx: &TestContext) {
     assert!(detail.contains("America/New_York"), "{detail}");
     let (_, calls) = line.c.get("/api/calls").await;
     assert_eq!(calls["data"].as_array().unwrap().len(), 0);
-    // Without a zone of its own, the callee is in the organization's.
+    // Without a zone of its own, a callee whose country has one zone is in it: 01:00 in
+    // Paris.
+    let (status, body) = line.dial(json!({"to_number": "+33612345678"})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.starts_with("it is 01:"), "{detail}");
+    assert!(detail.contains("Europe/Paris"), "{detail}");
+    // A country of several zones (the United States): the organization's.
     let (status, body) = line.dial(json!({})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, _) = settings(json!({"calling_hours": null})).await;

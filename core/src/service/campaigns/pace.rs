@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 use crate::model::{Campaign, CampaignStatus, EventType};
 use crate::repo::{CampaignDial, TransitionEffects};
-use crate::service::telephony::{DialPlan, Schedule};
+use crate::service::telephony::{DialPlan, Schedule, country_zone};
 use crate::service::{By, Service};
 use crate::time::Timestamp;
 
@@ -139,11 +139,19 @@ impl Service {
                     if room == 0 {
                         break 'dialing;
                     }
+                    // Windows are read in the recipient's zone, else the campaign's; calling
+                    // hours in the callee's: the recipient's, else their number's country's
+                    // only one, else the organization's.
                     let zone = recipient
                         .timezone
                         .clone()
                         .unwrap_or_else(|| campaign.timezone.clone());
-                    if let Some(at) = schedule.wait(&zone, now)? {
+                    let hours_zone = recipient
+                        .timezone
+                        .as_deref()
+                        .or_else(|| country_zone(&recipient.to_number))
+                        .unwrap_or(&settings.timezone);
+                    if let Some(at) = schedule.wait(&zone, hours_zone, now)? {
                         self.repo
                             .recipient_defer(&recipient.recipient_id, at)
                             .await?;

@@ -3,6 +3,9 @@
 //! hours in the callee's time zone; and for a campaign's calls, its weekly windows, with when
 //! both next allow a call.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike};
 use chrono_tz::Tz;
 
@@ -74,7 +77,7 @@ impl Window {
 }
 
 /// When a campaign may ring a callee: inside one of its windows (any time when it has none)
-/// and inside the organization's calling hours, both in the callee's zone.
+/// and inside the organization's calling hours.
 pub(in crate::service) struct Schedule {
     windows: Vec<Window>,
     hours: Option<Window>,
@@ -102,54 +105,107 @@ impl Schedule {
         Ok(Self { windows, hours })
     }
 
-    fn holds(&self, at: &DateTime<Tz>) -> bool {
-        (self.windows.is_empty() || self.windows.iter().any(|w| w.holds(at)))
-            && self.hours.is_none_or(|h| h.holds(at))
+    /// Whether a call may ring at `at` (UTC micros): inside a window in `windows_zone` and
+    /// the calling hours in `hours_zone`.
+    fn holds(&self, at: i64, windows_zone: Tz, hours_zone: Tz) -> bool {
+        let local = |tz: Tz| tz.timestamp_micros(at).single();
+        let in_windows = self.windows.is_empty()
+            || local(windows_zone).is_some_and(|t| self.windows.iter().any(|w| w.holds(&t)));
+        let in_hours = self
+            .hours
+            .is_none_or(|h| local(hours_zone).is_some_and(|t| h.holds(&t)));
+        in_windows && in_hours
     }
 
-    /// `None` when a call may ring at `now` in `zone`; else the first moment in the coming
-    /// eight days when one may (or a day later, to look again, when none does).
-    pub(in crate::service) fn wait(&self, zone: &str, now: Timestamp) -> Result<Option<Timestamp>> {
-        let tz: Tz = zone
-            .parse()
-            .map_err(|_| Error::Internal(format!("stored time zone {zone} is unknown")))?;
-        let local = tz
-            .timestamp_micros(now.as_micros())
-            .single()
-            .ok_or_else(|| Error::Internal("a timestamp out of chrono's range".into()))?;
-        if self.holds(&local) {
+    /// `None` when a call may ring at `now`, its windows read in `windows_zone` (the
+    /// recipient's, else the campaign's) and the calling hours in `hours_zone` (the callee's);
+    /// else the first moment in the coming eight days when one may (or a day later, to look
+    /// again, when none does).
+    pub(in crate::service) fn wait(
+        &self,
+        windows_zone: &str,
+        hours_zone: &str,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>> {
+        let windows_tz = zone(windows_zone)?;
+        let hours_tz = zone(hours_zone)?;
+        if self.holds(now.as_micros(), windows_tz, hours_tz) {
             return Ok(None);
         }
-        // Every opening is a window's (or the hours') start on some day: try them in order.
-        let starts: Vec<u32> = self
+        // Every opening is a window's start in its zone, or the hours' start in theirs, on
+        // some day: try them in order.
+        let starts = self
             .windows
             .iter()
-            .chain(self.hours.as_ref())
-            .map(|w| w.start)
+            .map(|w| (w.start, windows_tz))
+            .chain(self.hours.iter().map(|h| (h.start, hours_tz)));
+        let mut candidates: Vec<i64> = starts
+            .flat_map(|(minute, tz)| openings(tz, minute, now))
+            .filter(|at| *at > now.as_micros())
             .collect();
-        let today = local.date_naive();
-        let mut candidates: Vec<DateTime<Tz>> = (0..=8)
-            .filter_map(|d| today.checked_add_signed(Duration::days(d)))
-            .flat_map(|day: NaiveDate| {
-                starts.iter().filter_map(move |&minute| {
-                    let at = day.and_hms_opt(minute / 60, minute % 60, 0)?;
-                    // A start inside a spring-forward gap opens at the first valid minute.
-                    tz.from_local_datetime(&at).earliest().or_else(|| {
-                        tz.from_local_datetime(&(at + Duration::hours(1)))
-                            .earliest()
-                    })
-                })
-            })
-            .filter(|at| *at > local)
-            .collect();
-        candidates.sort();
+        candidates.sort_unstable();
         let next = candidates
             .into_iter()
-            .find(|at| self.holds(at))
-            .map(|at| Timestamp::from_micros(at.timestamp_micros()))
+            .find(|at| self.holds(*at, windows_tz, hours_tz))
+            .map(Timestamp::from_micros)
             .unwrap_or_else(|| now.add_seconds(86_400));
         Ok(Some(next))
     }
+}
+
+fn zone(name: &str) -> Result<Tz> {
+    name.parse()
+        .map_err(|_| Error::Internal(format!("stored time zone {name} is unknown")))
+}
+
+/// The instants (UTC micros) of `minute` after local midnight in `tz` on the nine days from
+/// `now`'s, a minute inside a spring-forward gap moved an hour on.
+fn openings(tz: Tz, minute: u32, now: Timestamp) -> Vec<i64> {
+    let Some(today) = tz
+        .timestamp_micros(now.as_micros())
+        .single()
+        .map(|t| t.date_naive())
+    else {
+        return Vec::new();
+    };
+    (0..=8)
+        .filter_map(|d| today.checked_add_signed(Duration::days(d)))
+        .filter_map(|day: NaiveDate| {
+            let at = day.and_hms_opt(minute / 60, minute % 60, 0)?;
+            tz.from_local_datetime(&at)
+                .earliest()
+                .or_else(|| {
+                    tz.from_local_datetime(&(at + Duration::hours(1)))
+                        .earliest()
+                })
+                .map(|t: DateTime<Tz>| t.timestamp_micros())
+        })
+        .collect()
+}
+
+/// The tz database's table of countries and their zones (`zone.tab` of tzdata 2025b, public
+/// domain): one row per country and zone.
+const ZONE_TAB: &str = include_str!("../../../data/zone.tab");
+
+/// The zone of the country of `number` (by libphonenumber's metadata), when the tz database
+/// gives that country only one (France, Japan; not the United States).
+pub(in crate::service) fn country_zone(number: &str) -> Option<&'static str> {
+    static SINGLE: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
+        let mut zones: HashMap<&str, Vec<&str>> = HashMap::new();
+        for line in ZONE_TAB.lines().filter(|l| !l.starts_with('#')) {
+            let mut cols = line.split('\t');
+            if let (Some(country), Some(_), Some(zone)) = (cols.next(), cols.next(), cols.next()) {
+                zones.entry(country).or_default().push(zone);
+            }
+        }
+        zones
+            .into_iter()
+            .filter_map(|(country, z)| (z.len() == 1).then(|| (country, z[0])))
+            .collect()
+    });
+    let parsed = phonenumber::parse(None, number).ok()?;
+    let country = parsed.country().id()?;
+    SINGLE.get(country.as_ref()).copied()
 }
 
 /// Whether `minute` (after midnight) is inside `[start, end)`; a window whose end is before its
@@ -249,16 +305,22 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(weekdays.wait("UTC", noon).unwrap(), None);
+        assert_eq!(weekdays.wait("UTC", "UTC", noon).unwrap(), None);
         // 21:00 in Tokyo: opens Friday 09:00 there, 00:00 UTC.
-        let tokyo = weekdays.wait("Asia/Tokyo", noon).unwrap().unwrap();
+        let tokyo = weekdays
+            .wait("Asia/Tokyo", "Asia/Tokyo", noon)
+            .unwrap()
+            .unwrap();
         assert_eq!(tokyo.to_rfc3339(), "2026-01-16T00:00:00.000000Z");
         // 04:00 in Los Angeles: opens at 09:00 PST, 17:00 UTC.
-        let la = weekdays.wait("America/Los_Angeles", noon).unwrap().unwrap();
+        let la = weekdays
+            .wait("America/Los_Angeles", "America/Los_Angeles", noon)
+            .unwrap()
+            .unwrap();
         assert_eq!(la.to_rfc3339(), "2026-01-15T17:00:00.000000Z");
         // A weekend-only window waits for Saturday.
         let weekend = Schedule::new(&[window(&["sat", "sun"], "10:00", "12:00")], None).unwrap();
-        let sat = weekend.wait("UTC", noon).unwrap().unwrap();
+        let sat = weekend.wait("UTC", "UTC", noon).unwrap().unwrap();
         assert_eq!(sat.to_rfc3339(), "2026-01-17T10:00:00.000000Z");
         // Calling hours narrow a window: 09:00–17:00 and 13:00–20:00 open at 13:00.
         let hours = CallingHours {
@@ -274,15 +336,53 @@ mod tests {
             Some(&hours),
         )
         .unwrap();
-        let at = both.wait("UTC", noon).unwrap().unwrap();
+        let at = both.wait("UTC", "UTC", noon).unwrap().unwrap();
         assert_eq!(at.to_rfc3339(), "2026-01-15T13:00:00.000000Z");
         // Over midnight, the window belongs to the day it opens: Thursday 22:00–02:00 holds
         // at Friday 01:00 but not Saturday 01:00.
         let late = Schedule::new(&[window(&["thu"], "22:00", "02:00")], None).unwrap();
         let friday_one = Timestamp::from_micros(NOON_UTC + 13 * 3_600_000_000);
-        assert_eq!(late.wait("UTC", friday_one).unwrap(), None);
+        assert_eq!(late.wait("UTC", "UTC", friday_one).unwrap(), None);
         let saturday_one = Timestamp::from_micros(NOON_UTC + 37 * 3_600_000_000);
-        assert!(late.wait("UTC", saturday_one).unwrap().is_some());
+        assert!(late.wait("UTC", "UTC", saturday_one).unwrap().is_some());
+    }
+
+    #[test]
+    fn windows_and_hours_can_be_in_two_zones() {
+        // Thursday 12:00 UTC: 13:00 in Paris (the campaign's windows), 21:00 in Tokyo (the
+        // callee's calling hours 09:00–20:00): it waits for 09:00 in Tokyo, Friday 00:00 UTC,
+        // which is 01:00 in Paris — outside a 09:00–18:00 window, so Friday 09:00 Paris.
+        let noon = Timestamp::from_micros(NOON_UTC);
+        let hours = CallingHours {
+            start: "09:00".into(),
+            end: "20:00".into(),
+        };
+        let days = ["mon", "tue", "wed", "thu", "fri"];
+        let both = Schedule::new(&[window(&days, "09:00", "18:00")], Some(&hours)).unwrap();
+        let at = both
+            .wait("Europe/Paris", "Asia/Tokyo", noon)
+            .unwrap()
+            .unwrap();
+        assert_eq!(at.to_rfc3339(), "2026-01-16T08:00:00.000000Z");
+        assert_eq!(
+            both.wait("Europe/Paris", "Europe/Paris", noon).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_countrys_only_zone_comes_from_its_number() {
+        assert_eq!(country_zone("+33612345678"), Some("Europe/Paris"));
+        assert_eq!(country_zone("+81312345678"), Some("Asia/Tokyo"));
+        assert_eq!(country_zone("+442071838750"), Some("Europe/London"));
+        // Several zones: none is guessed.
+        assert_eq!(country_zone("+14155550100"), None);
+        assert_eq!(country_zone("+61212345678"), None);
+        // Every zone of the table is one chrono-tz knows.
+        for line in ZONE_TAB.lines().filter(|l| !l.starts_with('#')) {
+            let zone = line.split('\t').nth(2).unwrap();
+            assert!(zone.parse::<Tz>().is_ok(), "{zone}");
+        }
     }
 
     #[test]

@@ -108,7 +108,13 @@ impl Service {
             .organization_settings(org)
             .await?
             .ok_or_else(|| Error::not_found("this organization no longer exists"))?;
-        let callee_zone = plan.timezone.as_deref().unwrap_or(&settings.timezone);
+        // The callee's zone: the dial's, else their country's when it has only one, else
+        // the organization's.
+        let callee_zone = plan
+            .timezone
+            .as_deref()
+            .or_else(|| super::country_zone(&plan.to_number))
+            .unwrap_or(&settings.timezone);
         super::compliance::require_calling_hours(
             settings.calling_hours.as_ref(),
             callee_zone,

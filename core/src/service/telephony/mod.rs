@@ -22,7 +22,7 @@ mod dial;
 mod inbound;
 mod status;
 
-pub(in crate::service) use compliance::{Schedule, Window};
+pub(in crate::service) use compliance::{Schedule, Window, country_zone};
 pub use control::CallSession;
 pub use dial::CALL_DIAL;
 pub(super) use dial::DialCall;
