@@ -125,8 +125,16 @@ pub trait JobRepository: Send + Sync {
     /// Marks a job `worker` holds as failed for good.
     async fn job_fail(&self, job_id: &str, worker: &str, error: &str) -> Result<()>;
     /// Puts a recurring job `worker` holds back in the queue, due at `run_at`, its attempts
-    /// starting over.
-    async fn job_reschedule(&self, job_id: &str, worker: &str, run_at: Timestamp) -> Result<()>;
+    /// starting over. When its `run_at` is no longer `claimed_run_at` (the one it was claimed
+    /// with), something hurried it while it ran: the earlier of the two holds, so that the
+    /// wake-up is not lost.
+    async fn job_reschedule(
+        &self,
+        job_id: &str,
+        worker: &str,
+        run_at: Timestamp,
+        claimed_run_at: Timestamp,
+    ) -> Result<()>;
     /// Extends the lease of a job `worker` still holds to `lease_until`: it is still running.
     async fn job_extend(&self, job_id: &str, worker: &str, lease_until: Timestamp) -> Result<()>;
     /// Hands back a job `worker` holds without counting the attempt (shutdown).
@@ -431,7 +439,9 @@ impl JobRunner {
             }
             Ok(Done::RunAgainAt(run_at)) => {
                 ended("succeeded");
-                self.repo.job_reschedule(&job.job_id, worker, run_at).await
+                self.repo
+                    .job_reschedule(&job.job_id, worker, run_at, job.run_at)
+                    .await
             }
             Err(JobError::Retry(reason)) if job.attempts < job.max_attempts => {
                 ended("retried");

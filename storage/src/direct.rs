@@ -436,6 +436,8 @@ pub(crate) static AGENT: Decoder<agent::Model> = decoder!(agent::Model {
     created_at,
     updated_at,
     runtime_stream_url,
+    published_version,
+    deployment,
 });
 
 pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_number::Model {

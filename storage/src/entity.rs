@@ -268,6 +268,9 @@ pub mod agent {
         pub created_at: i64,
         pub updated_at: i64,
         pub runtime_stream_url: Option<String>,
+        pub published_version: Option<i64>,
+        /// JSON `[{version, weight}]`; `NULL` for an agent never published.
+        pub deployment: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -608,6 +611,28 @@ pub mod campaign_recipient {
         pub next_attempt_at: Option<i64>,
         pub last_outcome: Option<String>,
         pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod agent_version {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "agent_versions")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub agent_id: String,
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub version: i64,
+        pub organization_id: String,
+        pub description: Option<String>,
+        pub published_at: i64,
+        pub config: String,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

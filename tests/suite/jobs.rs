@@ -426,8 +426,11 @@ impl JobRepository for Counting {
         job_id: &str,
         worker: &str,
         run_at: Timestamp,
+        claimed_run_at: Timestamp,
     ) -> voiceplane_core::Result<()> {
-        self.inner.job_reschedule(job_id, worker, run_at).await
+        self.inner
+            .job_reschedule(job_id, worker, run_at, claimed_run_at)
+            .await
     }
     async fn job_extend(
         &self,
@@ -513,7 +516,50 @@ async fn an_idle_runner_leaves_foreign_jobs_alone_and_sleeps(ctx: &TestContext) 
     task.await.unwrap();
 }
 
+/// A recurring job hurried while it runs (its `run_at` moved, as a campaign's pacer is when one
+/// of its calls ends) keeps the earlier time when it asks to run again later; one nobody
+/// touched runs when it asked.
+async fn a_wake_up_during_a_run_is_not_lost(ctx: &TestContext) {
+    use sea_orm::ConnectionTrait;
+    let kinds = vec!["test".to_owned()];
+    let now = ctx.clock.peek();
+    for (id, hurried) in [("h", true), ("q", false)] {
+        ctx.repo.job_enqueue(&new_job(id, 3)).await.unwrap();
+        let claimed = ctx
+            .repo
+            .job_claim("w", &kinds, now, now.add_seconds(30), 1)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        let soon = now.add_seconds(5);
+        if hurried {
+            ctx.repo
+                .connection()
+                .execute_unprepared(&format!(
+                    "UPDATE jobs SET run_at = {} WHERE job_id = 'job_{id}'",
+                    soon.as_micros()
+                ))
+                .await
+                .unwrap();
+        }
+        let later = now.add_seconds(3600);
+        ctx.repo
+            .job_reschedule(&format!("job_{id}"), "w", later, claimed[0].run_at)
+            .await
+            .unwrap();
+        let state = ctx
+            .repo
+            .job_get(&format!("job_{id}"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(state.status, JobStatus::Queued);
+        assert_eq!(state.job.run_at, if hurried { soon } else { later }, "{id}");
+    }
+}
+
 db_tests!(
+    a_wake_up_during_a_run_is_not_lost,
     an_idle_runner_leaves_foreign_jobs_alone_and_sleeps,
     a_job_runs_once_and_is_gone,
     failures_are_retried_until_success_or_out_of_attempts,

@@ -10,6 +10,7 @@
 
 // Resources.
 mod access;
+mod agent_versions;
 mod agents;
 mod api_keys;
 mod calls;

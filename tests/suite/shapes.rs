@@ -92,6 +92,9 @@ pub const AGENT_FIELDS: &[&str] = &[
     "assigned_phone_number_ids",
     // DESIGN §18: where the agent's calls stream their media.
     "runtime_stream_url",
+    // DESIGN §20: the latest published version and which versions calls run.
+    "published_version",
+    "deployment",
     "created_at",
     "updated_at",
 ];

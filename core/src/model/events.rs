@@ -106,6 +106,8 @@ event_types! {
     CampaignCompleted => "campaign.completed",
     /// A campaign was canceled: its pending recipients will not be called.
     CampaignCanceled => "campaign.canceled",
+    /// A version of an agent was published.
+    AgentPublished => "agent.published",
     /// A test event sent to a webhook endpoint.
     WebhookTest => "webhook.test",
 }
@@ -246,7 +248,7 @@ mod tests {
             assert_eq!(json, t.as_str());
             assert_eq!(serde_json::from_value::<EventType>(json).unwrap(), *t);
         }
-        assert_eq!(EventType::ALL.len(), 35);
+        assert_eq!(EventType::ALL.len(), 36);
         let err = serde_json::from_value::<EventType>("call.exploded".into()).unwrap_err();
         assert!(err.to_string().contains("`call.exploded`"), "{err}");
     }

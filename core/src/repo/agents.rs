@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::Change;
 use crate::error::Result;
-use crate::model::{Agent, Event, EventStamp};
+use crate::model::{Agent, AgentVersion, Event, EventStamp};
 use crate::page::PageQuery;
 use crate::time::Timestamp;
 
@@ -42,4 +42,31 @@ pub trait AgentRepository: Send + Sync {
         now: Timestamp,
         event: &EventStamp,
     ) -> Result<Option<Agent>>;
+    /// Publishes the agent's configuration as its next version, in one transaction with the
+    /// agent's row locked: the version is written, the agent's `published_version` and
+    /// `deployment` (all of it to the new version) changed, and `event` recorded with the
+    /// version. A 409 when the configuration is the latest version's; `None` when there is no
+    /// such agent.
+    async fn agent_publish(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        description: Option<String>,
+        event: &EventStamp,
+    ) -> Result<Option<AgentVersion>>;
+    /// Up to `limit` versions of the agent below `before` (all when `None`), newest first.
+    async fn agent_version_list(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        before: Option<i64>,
+        limit: u64,
+    ) -> Result<Vec<AgentVersion>>;
+    /// One version of the agent.
+    async fn agent_version_get(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        version: i64,
+    ) -> Result<Option<AgentVersion>>;
 }

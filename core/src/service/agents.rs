@@ -1,11 +1,15 @@
 //! Agents.
 
+use std::sync::Arc;
+
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Agent, AgentUpdate, EventType, NewAgent, Outcome};
-use crate::page::{Page, PageParams, PageQuery};
+use crate::model::{
+    Agent, AgentUpdate, AgentVersion, DeploymentEntry, EventType, NewAgent, Outcome, PublishAgent,
+};
+use crate::page::{Page, PageParams, PageQuery, SeqCursor, checked_limit};
 use crate::role::Permission;
 use crate::validate;
 
@@ -32,6 +36,56 @@ fn language(value: &str) -> Result<String> {
         Err(Error::invalid(
             "language must be a language code such as EN or EN-US",
         ))
+    }
+}
+
+/// Checks a deployment on its own: 1 to 10 distinct versions, weights 1–100 summing to 100.
+fn deployment(entries: Vec<DeploymentEntry>) -> Result<Vec<DeploymentEntry>> {
+    if entries.is_empty() || entries.len() > 10 {
+        return Err(Error::invalid(format!(
+            "deployment must name 1 to 10 versions, got {}",
+            entries.len()
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &entries {
+        if !(1..=100).contains(&e.weight) {
+            return Err(Error::invalid(format!(
+                "deployment: the weight of version {} must be between 1 and 100, got {}",
+                e.version, e.weight
+            )));
+        }
+        if !seen.insert(e.version) {
+            return Err(Error::invalid(format!(
+                "deployment names version {} twice",
+                e.version
+            )));
+        }
+    }
+    let total: u32 = entries.iter().map(|e| e.weight).sum();
+    if total != 100 {
+        return Err(Error::invalid(format!(
+            "deployment weights must sum to 100, got {total}"
+        )));
+    }
+    Ok(entries)
+}
+
+/// The version a call of `agent` runs with: `pinned` when it is one of the agent's published
+/// versions (else a 422), or the deployed one its id draws; `None` for an agent never
+/// published.
+pub(super) fn call_version(
+    agent: &Agent,
+    call_sid: &str,
+    pinned: Option<i64>,
+) -> Result<Option<i64>> {
+    match pinned {
+        Some(v) if (1..=agent.published_version.unwrap_or(0)).contains(&v) => Ok(Some(v)),
+        Some(v) => Err(Error::unprocessable(format!(
+            "agent {} has no published version {v}",
+            agent.agent_id
+        ))),
+        None => Ok(agent.version_for(call_sid)),
     }
 }
 
@@ -115,6 +169,8 @@ impl Service {
                 "assigned_phone_number_ids",
                 &input.assigned_phone_number_ids,
             )?,
+            published_version: None,
+            deployment: Vec::new(),
             created_at: now,
             updated_at: now,
         };
@@ -127,15 +183,22 @@ impl Service {
     pub async fn agent_view(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
-        let version = self.repo.change_versions().await?.agents;
-        let org = &actor.organization_id;
-        self.agents
-            .get_or_read(&id, version, || self.repo.agent_get(org, &id))
+        self.agent_cached(&actor.organization_id, &id)
             .await?
-            // Kept by id: one kept for another organization is not this one's.
-            .filter(|a| a.organization_id == *org)
             .map(|a| Agent::clone(&a))
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
+    }
+
+    /// The organization's agent `id`, from this instance's cache while no agent has changed
+    /// anywhere since it was read.
+    pub(super) async fn agent_cached(&self, org: &str, id: &str) -> Result<Option<Arc<Agent>>> {
+        let version = self.repo.change_versions().await?.agents;
+        Ok(self
+            .agents
+            .get_or_read(id, version, || self.repo.agent_get(org, id))
+            .await?
+            // Kept by id: one kept for another organization is not this one's.
+            .filter(|a| a.organization_id == org))
     }
 
     /// The organization's agents, newest first.
@@ -182,10 +245,22 @@ impl Service {
                     .transpose()
             })
             .transpose()?;
+        let new_deployment = input.deployment.map(deployment).transpose()?;
         let now = self.now();
         let change = Box::new(move |agent: &mut Agent| {
             if let Some(url) = runtime_stream_url {
                 agent.runtime_stream_url = url;
+            }
+            if let Some(entries) = new_deployment {
+                // Versions count 1, 2, … and are never deleted: each up to the latest exists.
+                let latest = agent.published_version.unwrap_or(0);
+                if let Some(missing) = entries.iter().find(|e| !(1..=latest).contains(&e.version)) {
+                    return Err(Error::unprocessable(format!(
+                        "deployment: agent {} has no published version {}",
+                        agent.agent_id, missing.version
+                    )));
+                }
+                agent.deployment = entries;
             }
             let f = AgentFields::check(
                 input.agent_name.as_deref().unwrap_or(&agent.agent_name),
@@ -263,5 +338,119 @@ impl Service {
             )?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))?;
         Ok(Outcome::new(agent, "agent deleted"))
+    }
+
+    /// Publishes the agent's configuration as its next version and deploys it to all calls.
+    pub async fn agent_publish(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        input: PublishAgent,
+    ) -> Result<AgentVersion> {
+        actor.require(Permission::AgentsWrite)?;
+        let id = IdKind::Agent.parse(agent_id)?;
+        let description = input
+            .description
+            .as_deref()
+            .map(|d| validate::text("description", d, 1000))
+            .transpose()?;
+        let stamp = self.event_stamp(EventType::AgentPublished, By::Creating(actor));
+        self.after_write(
+            self.repo
+                .agent_publish(&actor.organization_id, &id, description, &stamp)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
+    }
+
+    /// The agent's published versions, newest first.
+    pub async fn agent_version_list(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        params: &PageParams,
+    ) -> Result<Page<AgentVersion>> {
+        actor.require(Permission::AgentsRead)?;
+        let id = IdKind::Agent.parse(agent_id)?;
+        let limit = checked_limit(params)?;
+        let before = params
+            .cursor
+            .as_deref()
+            .map(SeqCursor::decode)
+            .transpose()?
+            .map(|c| c.0);
+        let org = &actor.organization_id;
+        if self.repo.agent_get(org, &id).await?.is_none() {
+            return Err(Error::not_found(format!("agent {id} not found")));
+        }
+        let rows = self
+            .repo
+            .agent_version_list(org, &id, before, u64::from(limit) + 1)
+            .await?;
+        Ok(Page::from_rows_by(rows, limit, |v| {
+            SeqCursor(v.version).encode()
+        }))
+    }
+
+    /// One published version of the agent.
+    pub async fn agent_version_view(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        version: &str,
+    ) -> Result<AgentVersion> {
+        actor.require(Permission::AgentsRead)?;
+        let id = IdKind::Agent.parse(agent_id)?;
+        let number = version
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= 1)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "version `{}` is not a version number (1, 2, …)",
+                    crate::ids::truncate(version, 20)
+                ))
+            })?;
+        self.version(&actor.organization_id, &id, number)
+            .await?
+            .map(|v| AgentVersion::clone(&v))
+            .ok_or_else(|| Error::not_found(format!("agent {id} has no version {number}")))
+    }
+
+    /// A published version, from this instance's cache when it has read it before.
+    pub(super) async fn version(
+        &self,
+        org: &str,
+        agent_id: &str,
+        version: i64,
+    ) -> Result<Option<Arc<AgentVersion>>> {
+        let key = (org.to_owned(), agent_id.to_owned(), version);
+        if let Some(found) = self.versions.get(&key) {
+            return Ok(Some(found));
+        }
+        let Some(read) = self.repo.agent_version_get(org, agent_id, version).await? else {
+            return Ok(None);
+        };
+        let read = Arc::new(read);
+        self.versions.insert(key, read.clone());
+        Ok(Some(read))
+    }
+
+    /// The agent `call` runs with: the version it was given, applied to the agent as it is
+    /// (its identity and numbers), else the agent as it is; `None` once the agent is gone.
+    pub(super) async fn call_agent(&self, call: &crate::model::Call) -> Result<Option<Agent>> {
+        let org = &call.organization_id;
+        let Some(agent) = self.agent_cached(org, &call.agent_id).await? else {
+            return Ok(None);
+        };
+        let Some(version) = call.agent_version else {
+            return Ok(Some(Agent::clone(&agent)));
+        };
+        Ok(Some(
+            match self.version(org, &agent.agent_id, version).await? {
+                Some(v) => agent.with_config(v.config.clone()),
+                None => Agent::clone(&agent),
+            },
+        ))
     }
 }

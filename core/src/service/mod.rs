@@ -57,6 +57,10 @@ mod tools;
 mod voices;
 mod webhooks;
 
+/// Published versions by organization, agent and version.
+type VersionCache =
+    quick_cache::sync::Cache<(String, String, i64), Arc<crate::model::AgentVersion>>;
+
 /// The voiceplane application service.
 #[derive(Clone)]
 pub struct Service {
@@ -88,6 +92,9 @@ pub struct Service {
     keys: Arc<VersionedCache<crate::model::ApiKey>>,
     /// The agents this instance has read, by id (shared by clones).
     agents: Arc<VersionedCache<Agent>>,
+    /// Published versions this instance has read, by agent id and version: a version never
+    /// changes, so nothing invalidates them (shared by clones).
+    versions: Arc<VersionCache>,
 }
 
 /// How the service delivers webhooks.
@@ -193,6 +200,7 @@ impl Service {
             knowledge_timeout: std::time::Duration::from_secs(60),
             keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
             agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),
+            versions: Arc::new(quick_cache::sync::Cache::new(1_000)),
         }
     }
 

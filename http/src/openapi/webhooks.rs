@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 use voiceplane_core::model::{
-    Agent, ApiKey, Call, Campaign, Document, EventType, Integration, Invitation, Member,
-    PhoneNumber, RecordingReady, Suppression, Tool,
+    Agent, AgentVersion, ApiKey, Call, Campaign, Document, EventType, Integration, Invitation,
+    Member, PhoneNumber, RecordingReady, Suppression, Tool,
 };
 
 use super::Schemas;
@@ -21,6 +21,7 @@ fn data_schema(event_type: EventType, schemas: &mut Schemas) -> Value {
             "required": ["call_sid"],
             "properties": {"call_sid": {"type": "string"}},
         }),
+        (_, "agent.published") => schemas.out::<AgentVersion>(),
         ("call", _) => schemas.out::<Call>(),
         ("document", _) => schemas.out::<Document>(),
         ("agent", _) => schemas.out::<Agent>(),

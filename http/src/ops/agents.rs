@@ -1,7 +1,7 @@
 //! `/api/agents`: the organization's AI voice agents.
 
 use voiceplane_core::auth::Actor;
-use voiceplane_core::model::{Agent, AgentUpdate, NewAgent, Outcome};
+use voiceplane_core::model::{Agent, AgentUpdate, AgentVersion, NewAgent, Outcome, PublishAgent};
 use voiceplane_core::page::{Page, PageParams};
 
 use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
@@ -17,6 +17,9 @@ pub(crate) const AREA: Area = Area {
         AGENT_VIEW,
         AGENT_UPDATE,
         AGENT_DELETE,
+        AGENT_PUBLISH,
+        AGENT_VERSION_LIST,
+        AGENT_VERSION_VIEW,
     ],
 };
 
@@ -99,4 +102,71 @@ async fn agent_delete(
     (actor,): (Actor,),
 ) -> Result<Outcome<Agent>, ApiError> {
     Ok(cx.service().agent_delete(&actor, &agent_id).await?)
+}
+
+const AGENT_PUBLISH: Operation =
+    Operation::post("/api/agents/{agent_id}/publish", handler!(agent_publish))
+        .errors(&[409])
+        .doc(
+            "Publish an agent",
+            "Freezes the agent's configuration as its next version (1, 2, …), never changed \
+             afterwards, and deploys it to all its calls (`deployment` becomes \
+             `[{version, weight: 100}]`). 409 when nothing changed since the latest version. \
+             Records `agent.published`. Needs `agents:write` (agent_manager or admin).",
+        );
+
+async fn agent_publish(
+    cx: Cx,
+    (agent_id,): (String,),
+    (actor, Json(input)): (Actor, Json<PublishAgent>),
+) -> Result<Created<AgentVersion>, ApiError> {
+    let version = cx.service().agent_publish(&actor, &agent_id, input).await?;
+    // Relative to `…/publish`: the version under `…/versions/`.
+    Ok(Created::at(
+        format!("versions/{}", version.version),
+        version,
+    ))
+}
+
+const AGENT_VERSION_LIST: Operation = Operation::get(
+    "/api/agents/{agent_id}/versions",
+    handler!(agent_version_list),
+)
+.doc(
+    "List an agent's versions",
+    "The agent's published versions, newest first, each with its configuration. Needs \
+     `agents:read` (every role).",
+);
+
+async fn agent_version_list(
+    cx: Cx,
+    (agent_id,): (String,),
+    (actor, Query(params)): (Actor, Query<PageParams>),
+) -> Result<Page<AgentVersion>, ApiError> {
+    Ok(cx
+        .service()
+        .agent_version_list(&actor, &agent_id, &params)
+        .await?)
+}
+
+const AGENT_VERSION_VIEW: Operation = Operation::get(
+    "/api/agents/{agent_id}/versions/{version}",
+    handler!(agent_version_view),
+)
+.doc(
+    "Get a version of an agent",
+    "One published version: its number, description, when it was published and the \
+     configuration it froze. Needs `agents:read` (every role).",
+);
+
+async fn agent_version_view(
+    cx: Cx,
+    (agent_id, version): (String, String),
+    (actor,): (Actor,),
+) -> Result<Data<AgentVersion>, ApiError> {
+    Ok(Data(
+        cx.service()
+            .agent_version_view(&actor, &agent_id, &version)
+            .await?,
+    ))
 }

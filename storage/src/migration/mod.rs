@@ -26,6 +26,7 @@ mod m0016_call_telephony;
 mod m0017_suppressions;
 mod m0018_calling_rules;
 mod m0019_campaigns;
+mod m0020_agent_versions;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -87,6 +88,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0017_suppressions::M0017Suppressions),
             Box::new(m0018_calling_rules::M0018CallingRules),
             Box::new(m0019_campaigns::M0019Campaigns),
+            Box::new(m0020_agent_versions::M0020AgentVersions),
         ]
     }
 }

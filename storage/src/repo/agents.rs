@@ -6,19 +6,21 @@ use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter,
-    QueryTrait, TransactionTrait,
+    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
 };
-use voiceplane_core::model::{Agent, Event, EventStamp, PhoneNumberStatus};
+use voiceplane_core::model::{
+    Agent, AgentVersion, DeploymentEntry, Event, EventStamp, PhoneNumberStatus,
+};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{AgentRepository, Change};
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::{keyset, lock_org, record_event, require_existing};
+use super::{all, keyset, lock_org, one, record_event, require_existing};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts};
 use crate::direct;
-use crate::entity::{agent, document, phone_number, tool};
+use crate::entity::{agent, agent_version, document, phone_number, tool};
 
 fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<Agent> {
     numbers.sort_by(|a, b| {
@@ -45,6 +47,13 @@ fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<
         voicemail_detection: m.voicemail_detection,
         voicemail_response_delay: m.voicemail_response_delay,
         runtime_stream_url: m.runtime_stream_url,
+        published_version: m.published_version,
+        deployment: m
+            .deployment
+            .as_deref()
+            .map(|d| from_json("agents.deployment", d))
+            .transpose()?
+            .unwrap_or_default(),
         created_at: ts(m.created_at),
         updated_at: ts(m.updated_at),
     })
@@ -126,6 +135,12 @@ fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
         custom_tools: Set(to_json(&a.custom_tools)?),
         kb_document_ids: Set(to_json(&a.kb_document_ids)?),
         runtime_stream_url: Set(a.runtime_stream_url.clone()),
+        published_version: Set(a.published_version),
+        deployment: Set(if a.deployment.is_empty() {
+            None
+        } else {
+            Some(to_json(&a.deployment)?)
+        }),
         created_at: Set(a.created_at.as_micros()),
         updated_at: Set(a.updated_at.as_micros()),
     })
@@ -228,6 +243,22 @@ async fn get<C: ConnectionTrait>(
     rows.pop()
         .map(|(a, numbers)| agent_from(a, numbers))
         .transpose()
+}
+
+fn version_from(m: agent_version::Model) -> Result<AgentVersion> {
+    Ok(AgentVersion {
+        config: from_json("agent_versions.config", &m.config)?,
+        agent_id: m.agent_id,
+        version: m.version,
+        description: m.description,
+        published_at: ts(m.published_at),
+    })
+}
+
+fn versions_of(organization_id: &str, agent_id: &str) -> sea_orm::Select<agent_version::Entity> {
+    agent_version::Entity::find()
+        .filter(agent_version::Column::AgentId.eq(agent_id))
+        .filter(agent_version::Column::OrganizationId.eq(organization_id))
 }
 
 #[async_trait]
@@ -367,9 +398,123 @@ impl AgentRepository for SeaRepository {
             .exec(&txn)
             .await
             .map_err(db_err)?;
+        agent_version::Entity::delete_many()
+            .filter(agent_version::Column::AgentId.eq(agent_id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
         record_event(&txn, organization_id, &event.with(&agent)?).await?;
         txn.commit().await.map_err(db_err)?;
         self.agents_changed().await;
         Ok(Some(agent))
+    }
+
+    async fn agent_publish(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        description: Option<String>,
+        event: &EventStamp,
+    ) -> Result<Option<AgentVersion>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        // Ordered with the agent's other writes (updates lock the organization too).
+        lock_org(&txn, organization_id).await?;
+        let Some(agent) = get(&txn, organization_id, agent_id).await? else {
+            return Ok(None);
+        };
+        let config = agent.config();
+        let latest = one(
+            &txn,
+            versions_of(organization_id, agent_id)
+                .order_by_desc(agent_version::Column::Version)
+                .limit(1),
+            version_from,
+        )
+        .await?;
+        if let Some(latest) = &latest
+            && latest.config == config
+        {
+            return Err(Error::Conflict(format!(
+                "agent {agent_id} has not changed since version {}; change it before \
+                 publishing again",
+                latest.version
+            )));
+        }
+        let published = AgentVersion {
+            agent_id: agent_id.to_owned(),
+            version: latest.map_or(1, |l| l.version + 1),
+            description,
+            published_at: event.created_at,
+            config,
+        };
+        agent_version::Entity::insert(agent_version::ActiveModel {
+            agent_id: Set(published.agent_id.clone()),
+            version: Set(published.version),
+            organization_id: Set(organization_id.to_owned()),
+            description: Set(published.description.clone()),
+            published_at: Set(published.published_at.as_micros()),
+            config: Set(to_json(&published.config)?),
+        })
+        .exec_without_returning(&txn)
+        .await
+        .map_err(db_err)?;
+        let deployment = [DeploymentEntry {
+            version: published.version,
+            weight: 100,
+        }];
+        agent::Entity::update_many()
+            .col_expr(
+                agent::Column::PublishedVersion,
+                Expr::val(published.version),
+            )
+            .col_expr(agent::Column::Deployment, Expr::val(to_json(&deployment)?))
+            .col_expr(
+                agent::Column::UpdatedAt,
+                Expr::val(event.created_at.max(agent.updated_at).as_micros()),
+            )
+            .filter(agent::Column::AgentId.eq(agent_id))
+            .exec(&txn)
+            .await
+            .map_err(db_err)?;
+        record_event(&txn, organization_id, &event.with(&published)?).await?;
+        txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
+        Ok(Some(published))
+    }
+
+    async fn agent_version_list(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        before: Option<i64>,
+        limit: u64,
+    ) -> Result<Vec<AgentVersion>> {
+        let mut select = versions_of(organization_id, agent_id);
+        if let Some(before) = before {
+            select = select.filter(agent_version::Column::Version.lt(before));
+        }
+        all(
+            &self.db,
+            select
+                .order_by_desc(agent_version::Column::Version)
+                .limit(limit),
+            version_from,
+        )
+        .await
+    }
+
+    async fn agent_version_get(
+        &self,
+        organization_id: &str,
+        agent_id: &str,
+        version: i64,
+    ) -> Result<Option<AgentVersion>> {
+        one(
+            &self.db,
+            versions_of(organization_id, agent_id)
+                .filter(agent_version::Column::Version.eq(version)),
+            version_from,
+        )
+        .await
     }
 }

@@ -193,11 +193,14 @@ async fn write<C: ConnectionTrait>(db: &C, c: &Campaign) -> Result<()> {
     Ok(())
 }
 
-/// Makes the campaign's pacing job due at `now`, if it waits for later.
+/// Makes the campaign's pacing job due at `now`: a queued one that waits for later, and a
+/// running one, whose reschedule then keeps `now` (`job_reschedule`), so that a call ending
+/// while the pacer decides when to look again is not missed.
 async fn hurry<C: ConnectionTrait>(db: &C, campaign_id: &str, now: Timestamp) -> Result<()> {
     execute(
         db,
-        "UPDATE jobs SET run_at = $1 WHERE unique_key = $2 AND status = 'queued' AND run_at > $1",
+        "UPDATE jobs SET run_at = $1 WHERE unique_key = $2 \
+         AND ((status = 'queued' AND run_at > $1) OR status = 'running')",
         vec![now.as_micros().into(), pace_key(campaign_id).into()],
     )
     .await?;

@@ -266,20 +266,42 @@ impl JobRepository for SeaRepository {
         .await
     }
 
-    async fn job_reschedule(&self, job_id: &str, worker: &str, run_at: Timestamp) -> Result<()> {
-        self.job_update(
-            job_id,
-            worker,
-            vec![
-                (job::Column::Status, Expr::value(QUEUED)),
-                (job::Column::RunAt, Expr::value(run_at.as_micros())),
-                (job::Column::Attempts, Expr::value(0)),
-                (job::Column::LockedBy, Expr::value(Option::<String>::None)),
-                (job::Column::LockedUntil, Expr::value(Option::<i64>::None)),
-                (job::Column::LastError, Expr::value(Option::<String>::None)),
-            ],
-        )
-        .await
+    async fn job_reschedule(
+        &self,
+        job_id: &str,
+        worker: &str,
+        run_at: Timestamp,
+        claimed_run_at: Timestamp,
+    ) -> Result<()> {
+        let backend = self.db.get_database_backend();
+        let earlier = match backend {
+            DatabaseBackend::Postgres => "LEAST(run_at, $1)",
+            _ => "MIN(run_at, $1)",
+        };
+        let mut sql = format!(
+            "UPDATE jobs SET status = 'queued', \
+             run_at = CASE WHEN run_at <> $2 THEN {earlier} ELSE $1 END, attempts = 0, \
+             locked_by = NULL, locked_until = NULL, last_error = NULL, updated_at = $3 \
+             WHERE job_id = $4 AND status = 'running' AND locked_by = $5"
+        );
+        if backend != DatabaseBackend::Postgres {
+            sql = sql.replace('$', "?");
+        }
+        self.db
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                sql,
+                [
+                    run_at.as_micros().into(),
+                    claimed_run_at.as_micros().into(),
+                    Timestamp::now().as_micros().into(),
+                    job_id.into(),
+                    worker.into(),
+                ],
+            ))
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     async fn job_extend(&self, job_id: &str, worker: &str, lease_until: Timestamp) -> Result<()> {

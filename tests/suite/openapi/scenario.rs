@@ -118,6 +118,49 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+    // Its versions: published, refused when unchanged, listed, read, deployed.
+    c.expect(
+        M::POST,
+        &format!("/api/agents/{agent_id}/publish"),
+        Body::Json(json!({"description": "launch"})),
+        201,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        &format!("/api/agents/{agent_id}/publish"),
+        Body::Json(json!({})),
+        409,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        &format!("/api/agents/{agent_id}/versions"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        &format!("/api/agents/{agent_id}/versions/1"),
+        Body::None,
+        200,
+    )
+    .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/agents/{agent_id}"),
+        Body::Json(json!({"deployment": [{"version": 1, "weight": 100}]})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::GET,
+        "/api/calls/stats?group_by=agent_version&agent_version=1",
+        Body::None,
+        200,
+    )
+    .await;
     let spare = c
         .expect(
             M::POST,

@@ -807,7 +807,71 @@ async fn dials_keep_to_the_concurrency_limit(ctx: &TestContext) {
     line.close().await;
 }
 
+/// A dialed call runs its agent's deployed version, or the one it pins (422 for one that does
+/// not exist), and its session returns that version's configuration while the draft has
+/// moved on.
+async fn a_call_runs_its_agents_version(ctx: &TestContext) {
+    let line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
+    let agent = format!("/api/agents/{}", line.agent_id);
+    let prompt = |text: &str| json!({"system_prompt": text});
+    let c = &line.c;
+    assert_eq!(
+        c.send(reqwest::Method::PATCH, &agent, Some(prompt("Version one.")))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.post(&format!("{agent}/publish"), json!({})).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        c.send(reqwest::Method::PATCH, &agent, Some(prompt("The draft.")))
+            .await
+            .0,
+        StatusCode::OK
+    );
+
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["agent_version"], 1);
+    let first = sid_of(&body);
+    let (status, session) = c.get(&format!("/api/calls/{first}/session")).await;
+    assert_eq!(status, StatusCode::OK, "{session}");
+    assert_eq!(session["data"]["agent"]["system_prompt"], "Version one.");
+    assert_eq!(session["data"]["agent"]["agent_id"], line.agent_id.as_str());
+
+    assert_eq!(
+        c.post(&format!("{agent}/publish"), json!({})).await.0,
+        StatusCode::CREATED
+    );
+    let (status, body) = line.dial(json!({"agent_version": 1})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["agent_version"], 1);
+    let (status, body) = line.dial(json!({"agent_version": 7})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no published version 7"),
+        "{body}"
+    );
+    let (status, body) = line.dial(json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["data"]["agent_version"], 2);
+    let (_, session) = c
+        .get(&format!("/api/calls/{}/session", sid_of(&body)))
+        .await;
+    assert_eq!(session["data"]["agent"]["system_prompt"], "The draft.");
+    // The first call still reads version one.
+    let (_, session) = c.get(&format!("/api/calls/{first}/session")).await;
+    assert_eq!(session["data"]["agent"]["system_prompt"], "Version one.");
+    line.close().await;
+}
+
 db_tests!(
+    a_call_runs_its_agents_version,
     dials_keep_to_calling_hours,
     dials_keep_to_the_concurrency_limit,
     a_suppressed_number_is_never_dialed,

@@ -30,6 +30,9 @@ pub struct CallFilter {
     /// Only calls that came in on or went out from this phone number (its id).
     #[serde(default, deserialize_with = "empty_as_none")]
     pub phone_number_id: Option<String>,
+    /// Only calls that ran this published version of their agent.
+    #[serde(default)]
+    pub agent_version: Option<i64>,
     /// Only calls created at or after this instant (RFC 3339).
     #[serde(default)]
     pub created_after: Option<Timestamp>,
@@ -63,6 +66,8 @@ pub struct CallQuery {
     pub from_number: Option<String>,
     /// Only through this phone number of the organization.
     pub phone_number_id: Option<String>,
+    /// Only calls that ran this version of their agent.
+    pub agent_version: Option<i64>,
     /// `created_at >= created_after`.
     pub created_after: Option<Timestamp>,
     /// `created_at < created_before`.
@@ -94,6 +99,9 @@ impl CallQuery {
         if let (Some(id), Some(list)) = (&self.phone_number_id, canonical.as_array_mut()) {
             list.push(serde_json::json!({ "phone_number_id": id }));
         }
+        if let (Some(version), Some(list)) = (self.agent_version, canonical.as_array_mut()) {
+            list.push(serde_json::json!({ "agent_version": version }));
+        }
         Sha256::digest(canonical.to_string().as_bytes())[..6]
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -114,13 +122,16 @@ pub enum StatsGroupBy {
     Status,
     /// `end_reason` (`null` for calls without one).
     EndReason,
+    /// `agent_version` (`null` for calls of agents never published).
+    AgentVersion,
 }
 
 /// The grouping of `GET /api/calls/stats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct StatsGrouping {
-    /// Also count per `day`, `agent`, `status` or `end_reason`; no groups when omitted.
+    /// Also count per `day`, `agent`, `status`, `end_reason` or `agent_version`; no groups when
+    /// omitted.
     #[serde(default)]
     pub group_by: Option<StatsGroupBy>,
 }
@@ -143,8 +154,8 @@ pub struct StatsTotals {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct StatsGroup {
-    /// The day (`YYYY-MM-DD`, UTC), agent id, status or end reason; `null` for calls without
-    /// an end reason.
+    /// The day (`YYYY-MM-DD`, UTC), agent id, status, end reason or agent version; `null` for
+    /// calls without an end reason or version.
     pub key: Option<String>,
     /// How many calls.
     pub calls: i64,

@@ -53,6 +53,14 @@ fn call_query(filter: &CallFilter, search: Option<&CallSearch>) -> Result<CallQu
             .as_deref()
             .map(|id| IdKind::PhoneNumber.parse(id))
             .transpose()?,
+        agent_version: match filter.agent_version {
+            Some(v) if v < 1 => {
+                return Err(Error::invalid(format!(
+                    "agent_version must be a version number (1, 2, …), got {v}"
+                )));
+            }
+            v => v,
+        },
         created_after: filter.created_after,
         created_before: filter.created_before,
         terms,

@@ -171,6 +171,7 @@ impl Service {
                         dynamic_variables: variables,
                         metadata,
                         timezone: Some(zone),
+                        agent_version: None,
                     };
                     let (mut call, job) = match self.prepare_dial(org, plan, &settings).await {
                         Ok(ready) => ready,

@@ -19,7 +19,8 @@ use crate::telephony::progress::is_terminal;
 pub struct CallSession {
     /// The call.
     pub call: Call,
-    /// The configuration of the agent the call runs with.
+    /// The configuration of the agent the call runs with: the version it was given, else
+    /// the agent as it is.
     pub agent: Agent,
     /// The full records of the agent's `custom_tools`, in its order (tools deleted since are
     /// left out).
@@ -120,16 +121,12 @@ impl Service {
             .call_get(org, &call_sid)
             .await?
             .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))?;
-        let agent = self
-            .repo
-            .agent_get(org, &call.agent_id)
-            .await?
-            .ok_or_else(|| {
-                Error::not_found(format!(
-                    "the agent of call {call_sid} ({}) no longer exists",
-                    call.agent_id
-                ))
-            })?;
+        let agent = self.call_agent(&call).await?.ok_or_else(|| {
+            Error::not_found(format!(
+                "the agent of call {call_sid} ({}) no longer exists",
+                call.agent_id
+            ))
+        })?;
         let mut tools = Vec::with_capacity(agent.custom_tools.len());
         for tool_id in &agent.custom_tools {
             if let Some(tool) = self.repo.tool_get(org, tool_id).await? {

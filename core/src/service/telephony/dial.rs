@@ -76,6 +76,8 @@ pub(in crate::service) struct DialPlan {
     pub(in crate::service) dynamic_variables: BTreeMap<String, String>,
     pub(in crate::service) metadata: serde_json::Map<String, serde_json::Value>,
     pub(in crate::service) timezone: Option<String>,
+    /// A published version to run instead of the deployed one.
+    pub(in crate::service) agent_version: Option<i64>,
 }
 
 impl Service {
@@ -96,6 +98,7 @@ impl Service {
                 .as_deref()
                 .map(|tz| validate::timezone("timezone", tz))
                 .transpose()?,
+            agent_version: input.agent_version,
         };
         if serde_json::to_vec(&plan.metadata).map_or(0, |m| m.len()) > MAX_METADATA_BYTES {
             return Err(Error::invalid(format!(
@@ -120,13 +123,6 @@ impl Service {
             callee_zone,
             self.now(),
         )?;
-        if let Some(version) = input.agent_version {
-            // Agents have no published versions yet (DESIGN §20).
-            return Err(Error::unprocessable(format!(
-                "agent {} has no published version {version}",
-                plan.agent_id
-            )));
-        }
         let (call, job) = self.prepare_dial(org, plan, &settings).await?;
         let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
         self.after_write(self.repo.call_open(&call, &event, &[job]).await)?;
@@ -148,10 +144,10 @@ impl Service {
             dynamic_variables,
             metadata,
             timezone,
+            agent_version,
         } = plan;
         let agent = self
-            .repo
-            .agent_get(org, &agent_id)
+            .agent_cached(org, &agent_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {agent_id} not found")))?;
         let number = self
@@ -195,6 +191,8 @@ impl Service {
             to_number,
             self.now(),
         );
+        call.agent_version =
+            crate::service::agents::call_version(&agent, &call.call_sid, agent_version)?;
         call.from_number = Some(number.phone_number.clone());
         call.provider = Some(provider);
         call.phone_number_id = Some(number.phone_number_id.clone());
@@ -347,12 +345,10 @@ impl Service {
         &self,
         call: &Call,
     ) -> Result<(crate::telephony::TelephonyCredentials, DialRequest)> {
-        let org = &call.organization_id;
         let (integration_id, credentials) = self.call_credentials(call).await?;
         ready_for_calls(&integration_id, &credentials)?;
         let agent = self
-            .repo
-            .agent_get(org, &call.agent_id)
+            .call_agent(call)
             .await?
             .ok_or_else(|| Error::Conflict(format!("agent {} was deleted", call.agent_id)))?;
         let runtime = self

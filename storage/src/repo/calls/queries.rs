@@ -83,6 +83,9 @@ fn filtered(
     if let Some(id) = &query.phone_number_id {
         select = select.filter(call::Column::PhoneNumberId.eq(id));
     }
+    if let Some(version) = query.agent_version {
+        select = select.filter(call::Column::AgentVersion.eq(version));
+    }
     if let Some(after) = query.created_after {
         select = select.filter(call::Column::CreatedAt.gte(after.as_micros()));
     }
@@ -175,6 +178,10 @@ fn grouping(backend: DatabaseBackend, by: StatsGroupBy) -> (SimpleExpr, SimpleEx
         StatsGroupBy::Agent => column(call::Column::AgentId),
         StatsGroupBy::Status => column(call::Column::Status),
         StatsGroupBy::EndReason => column(call::Column::EndReason),
+        StatsGroupBy::AgentVersion => (
+            Expr::col(call::Column::AgentVersion),
+            Expr::cust("CAST(agent_version AS TEXT)"),
+        ),
     }
 }
 

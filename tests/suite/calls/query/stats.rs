@@ -41,6 +41,7 @@ fn key_of(by: StatsGroupBy, c: &Call) -> Option<String> {
         StatsGroupBy::Agent => Some(c.agent_id.clone()),
         StatsGroupBy::Status => Some(c.status.as_str().to_owned()),
         StatsGroupBy::EndReason => c.end_reason.clone(),
+        StatsGroupBy::AgentVersion => c.agent_version.map(|v| v.to_string()),
     }
 }
 
@@ -80,6 +81,7 @@ async fn stats_equal_the_sums_of_the_filtered_calls(ctx: &TestContext) {
         Some(StatsGroupBy::Agent),
         Some(StatsGroupBy::Status),
         Some(StatsGroupBy::EndReason),
+        Some(StatsGroupBy::AgentVersion),
     ];
     for (filter, keep) in &filters {
         let kept: Vec<&Call> = s.calls.iter().filter(|c| keep(c)).collect();
