@@ -443,14 +443,26 @@ impl Service {
         let Some(agent) = self.agent_cached(org, &call.agent_id).await? else {
             return Ok(None);
         };
-        let Some(version) = call.agent_version else {
-            return Ok(Some(Agent::clone(&agent)));
-        };
         Ok(Some(
-            match self.version(org, &agent.agent_id, version).await? {
-                Some(v) => agent.with_config(v.config.clone()),
-                None => Agent::clone(&agent),
-            },
+            self.versioned(Agent::clone(&agent), call.agent_version)
+                .await?,
         ))
+    }
+
+    /// `agent` as a call given `version` runs it: that version's configuration on the agent's
+    /// identity, or the agent itself (its draft) without one.
+    pub(super) async fn versioned(&self, agent: Agent, version: Option<i64>) -> Result<Agent> {
+        let Some(version) = version else {
+            return Ok(agent);
+        };
+        Ok(
+            match self
+                .version(&agent.organization_id, &agent.agent_id, version)
+                .await?
+            {
+                Some(v) => agent.with_config(v.config.clone()),
+                None => agent,
+            },
+        )
     }
 }

@@ -789,7 +789,55 @@ async fn eventually_value(
     recipients(line, path).await[to].clone()
 }
 
+/// The resident memory of this process, in MiB (Linux).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// 100,000 rows, the most one upload takes, go in whole; the memory they took is reported.
+async fn a_large_csv_uploads_whole(ctx: &TestContext) {
+    let line = Line::open_with(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_secs(10),
+        false,
+    )
+    .await;
+    let created = line
+        .c
+        .create("/api/campaigns", campaign_body(&line, json!({})))
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let mut csv = String::from("to_number,first_name\n");
+    for i in 0..100_000u64 {
+        csv.push_str(&format!("+1{:010},Person {i}\n", 2_000_000_000 + i));
+    }
+    let before = rss_mib();
+    let (status, body) = post_csv(&line, &format!("{path}/recipients"), &csv).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"], json!({"added": 100_000, "duplicates": 0}));
+    eprintln!(
+        "{:?}: a {:.1} MiB CSV of 100,000 rows: this process's RSS {before:.0} MiB before, {:.0} MiB after",
+        ctx.backend,
+        csv.len() as f64 / 1048576.0,
+        rss_mib()
+    );
+    assert_eq!(campaign(&line, &path).await["counts"]["total"], 100_000);
+    line.close().await;
+}
+
 db_tests!(
+    a_large_csv_uploads_whole,
     campaigns_move_through_their_states,
     csv_uploads_are_all_or_nothing,
     a_campaign_calls_everyone_within_its_concurrency,

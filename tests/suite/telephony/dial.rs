@@ -867,6 +867,21 @@ async fn a_call_runs_its_agents_version(ctx: &TestContext) {
     // The first call still reads version one.
     let (_, session) = c.get(&format!("/api/calls/{first}/session")).await;
     assert_eq!(session["data"]["agent"]["system_prompt"], "Version one.");
+    // A call that comes in runs the deployed version too.
+    let resp = line
+        .twilio(
+            "/voice",
+            &[
+                ("CallSid", "CA00000000000000000000000000000077"),
+                ("From", "+33612345678"),
+                ("To", NUMBER),
+                ("CallStatus", "ringing"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let (_, inbound) = c.get("/api/calls?call_type=inbound").await;
+    assert_eq!(inbound["data"][0]["agent_version"], 2, "{inbound}");
     line.close().await;
 }
 

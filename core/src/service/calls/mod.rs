@@ -36,6 +36,10 @@ impl Service {
             None => now,
         };
         let agent = self.referenced_agent(actor, &input.agent_id).await?;
+        let call_sid = self.id(IdKind::Call);
+        // A published agent's call runs the deployed version its id draws, with its settings.
+        let version = agent.version_for(&call_sid);
+        let agent = self.versioned(agent, version).await?;
         let to_number = validate::e164("to_number", &input.to_number)?;
         let from_number = input
             .from_number
@@ -43,7 +47,7 @@ impl Service {
             .map(|n| validate::e164("from_number", n))
             .transpose()?;
         let mut call = Call::new(
-            self.id(IdKind::Call),
+            call_sid,
             &actor.organization_id,
             Some(&agent),
             input.call_type,

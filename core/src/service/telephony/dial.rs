@@ -16,7 +16,7 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
-use crate::model::{Call, CallStatus, CallType, Dial, EventType, ProviderError};
+use crate::model::{Agent, Call, CallStatus, CallType, Dial, EventType, ProviderError};
 use crate::role::Permission;
 use crate::service::{By, Service};
 use crate::telephony::TelephonyProvider;
@@ -146,10 +146,14 @@ impl Service {
             timezone,
             agent_version,
         } = plan;
-        let agent = self
+        let draft = self
             .agent_cached(org, &agent_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {agent_id} not found")))?;
+        // The version the call runs (pinned, or drawn from its id) decides what it runs with.
+        let call_sid = self.id(IdKind::Call);
+        let version = crate::service::agents::call_version(&draft, &call_sid, agent_version)?;
+        let agent = self.versioned(Agent::clone(&draft), version).await?;
         let number = self
             .repo
             .phone_number_get(org, &number_id)
@@ -184,15 +188,14 @@ impl Service {
         self.telephony_gateway()?;
         let provider = TelephonyProvider::parse(&integration.provider)?;
         let mut call = Call::new(
-            self.id(IdKind::Call),
+            call_sid,
             org,
             Some(&agent),
             CallType::Outbound,
             to_number,
             self.now(),
         );
-        call.agent_version =
-            crate::service::agents::call_version(&agent, &call.call_sid, agent_version)?;
+        call.agent_version = version;
         call.from_number = Some(number.phone_number.clone());
         call.provider = Some(provider);
         call.phone_number_id = Some(number.phone_number_id.clone());

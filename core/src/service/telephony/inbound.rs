@@ -154,8 +154,16 @@ impl Service {
             );
             return Ok(Inbound::Reject);
         };
+        let call_sid = self.id(IdKind::Call);
         let agent = match &number.assigned_agent_id {
-            Some(id) => self.repo.agent_get(org, id).await?,
+            Some(id) => match self.repo.agent_get(org, id).await? {
+                // The deployed version the call draws answers it.
+                Some(agent) => {
+                    let version = agent.version_for(&call_sid);
+                    Some(self.versioned(agent, version).await?)
+                }
+                None => None,
+            },
             None => None,
         };
         let runtime = match &agent {
@@ -163,7 +171,6 @@ impl Service {
             None => None,
         };
         let now = self.now();
-        let call_sid = self.id(IdKind::Call);
         let runtime = runtime.filter(|_| number.supports_inbound);
         let stream = runtime
             .as_deref()
