@@ -836,7 +836,97 @@ async fn a_large_csv_uploads_whole(ctx: &TestContext) {
     line.close().await;
 }
 
+/// `starts_at` holds every dial back until it comes; past `ends_at`, the recipients still
+/// pending are canceled and the campaign completes once its call in progress ends.
+async fn a_campaign_keeps_to_its_period(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line).await;
+    let now = ctx.clock.peek();
+    let created = line
+        .c
+        .create(
+            "/api/campaigns",
+            campaign_body(
+                &line,
+                json!({"starts_at": now.add_seconds(3600), "ends_at": now.add_seconds(7200)}),
+            ),
+        )
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let (status, _) = line
+        .c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [{"to_number": "+14155550501"}, {"to_number": "+14155550502"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    // Nothing before `starts_at`: the pacer has run and waits for it.
+    let key = format!("campaign.pace:{}", created["campaign_id"].as_str().unwrap());
+    let starts = now.add_seconds(3600).as_micros();
+    eventually("the pacer waits for starts_at", || async {
+        pace_due(ctx, &key).await == Some(starts)
+    })
+    .await;
+    assert!(dialed(&line).await.is_empty(), "dialed before starts_at");
+    ctx.clock.advance(3600);
+    eventually(
+        "the first recipient is dialed once the period starts",
+        || async { dialed(&line).await.len() == 1 },
+    )
+    .await;
+    // Past `ends_at`: the other is canceled; the call under way ends, and so does the campaign.
+    ctx.clock.advance(3600);
+    eventually_value(&line, &path, &the_other(&dialed(&line).await[0].to), |r| {
+        r["status"] == "canceled"
+    })
+    .await;
+    let call = dialed(&line).await[0].clone();
+    ends(&line, &call.call_sid, "completed").await;
+    eventually("the campaign completes", || async {
+        campaign(&line, &path).await["status"] == "completed"
+    })
+    .await;
+    let shown = counts_are_true(&line, &path).await;
+    assert_eq!(shown["counts"]["completed"], 1);
+    assert_eq!(shown["counts"]["canceled"], 1);
+    assert_eq!(dialed(&line).await.len(), 1);
+    line.close().await;
+}
+
+/// When the pacing job of key `key` is due (queued), in micros.
+async fn pace_due(ctx: &TestContext, key: &str) -> Option<i64> {
+    use sea_orm::{ConnectionTrait, Statement};
+    let db = ctx.repo.connection();
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        sea_orm::DatabaseBackend::Postgres => {
+            "SELECT run_at FROM jobs WHERE unique_key = $1 AND status = 'queued'"
+        }
+        _ => "SELECT run_at FROM jobs WHERE unique_key = ? AND status = 'queued'",
+    };
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(backend, sql, [key.into()]))
+        .await
+        .unwrap()?;
+    row.try_get::<i64>("", "run_at").ok()
+}
+
+fn the_other(to: &str) -> String {
+    if to == "+14155550501" {
+        "+14155550502".to_owned()
+    } else {
+        "+14155550501".to_owned()
+    }
+}
+
 db_tests!(
+    a_campaign_keeps_to_its_period,
     a_large_csv_uploads_whole,
     campaigns_move_through_their_states,
     csv_uploads_are_all_or_nothing,
