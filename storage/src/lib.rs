@@ -99,6 +99,7 @@ mod repo;
 pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 pub use monitor::{JobCounts, PoolStatus};
 pub use repo::calls;
+pub use repo::live_outbound;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,

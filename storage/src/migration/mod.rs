@@ -27,6 +27,7 @@ mod m0017_suppressions;
 mod m0018_calling_rules;
 mod m0019_campaigns;
 mod m0020_agent_versions;
+mod m0021_live_calls;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -89,6 +90,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0018_calling_rules::M0018CallingRules),
             Box::new(m0019_campaigns::M0019Campaigns),
             Box::new(m0020_agent_versions::M0020AgentVersions),
+            Box::new(m0021_live_calls::M0021LiveCalls),
         ]
     }
 }

@@ -31,6 +31,7 @@ mod phone_numbers;
 mod retention;
 mod suppressions;
 mod telephony;
+pub use telephony::live_outbound;
 mod tools;
 mod webhooks;
 

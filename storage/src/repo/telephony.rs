@@ -21,6 +21,28 @@ use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::{call, integration, organization, phone_number};
 
+/// The statuses of a call in flight, as the partial index `ix_calls_live` (m0021) is defined.
+const LIVE_STATUSES: &str = "status IN ('queued', 'ringing', 'in_progress')";
+
+/// The organization's outbound calls in flight. The statuses are written into the statement,
+/// not bound: only then can a planner see that the partial index `ix_calls_live` covers them
+/// (with bound values SQLite walked every outbound call of the organization, 42 ms per dial at
+/// 100,000 of them).
+pub fn live_outbound(organization_id: &str) -> sea_orm::Select<call::Entity> {
+    debug_assert_eq!(
+        [
+            CallStatus::Queued.as_str(),
+            CallStatus::Ringing.as_str(),
+            CallStatus::InProgress.as_str()
+        ],
+        ["queued", "ringing", "in_progress"]
+    );
+    call::Entity::find()
+        .filter(call::Column::OrganizationId.eq(organization_id))
+        .filter(call::Column::CallType.eq(CallType::Outbound.as_str()))
+        .filter(sea_orm::sea_query::Expr::cust(LIVE_STATUSES))
+}
+
 /// 429 when the organization's outbound calls `queued`, `ringing` or `in_progress` already
 /// number its `max_concurrent_calls`. The organization's row is locked first (Postgres; SQLite
 /// has one writer), so two dials racing on two instances count one after the other.
@@ -41,14 +63,7 @@ pub(super) async fn refuse_over_limit<C: ConnectionTrait>(
     .flatten() else {
         return Ok(());
     };
-    let live = call::Entity::find()
-        .filter(call::Column::OrganizationId.eq(organization_id))
-        .filter(call::Column::CallType.eq(CallType::Outbound.as_str()))
-        .filter(call::Column::Status.is_in([
-            CallStatus::Queued.as_str(),
-            CallStatus::Ringing.as_str(),
-            CallStatus::InProgress.as_str(),
-        ]))
+    let live = live_outbound(organization_id)
         .count(db)
         .await
         .map_err(db_err)?;

@@ -885,7 +885,50 @@ async fn a_call_runs_its_agents_version(ctx: &TestContext) {
     line.close().await;
 }
 
+/// The count of an organization's calls in flight, made in every dial's transaction, reads the
+/// partial index of live calls, not all of the organization's outbound calls (SQLite's plan;
+/// with the statuses bound as parameters it walked them all).
+async fn the_concurrency_count_reads_only_calls_in_flight(ctx: &TestContext) {
+    use sea_orm::{ConnectionTrait, DbBackend, QueryTrait, Statement, TransactionTrait};
+    let backend = match ctx.backend {
+        Backend::Sqlite => DbBackend::Sqlite,
+        Backend::Postgres => DbBackend::Postgres,
+    };
+    let statement = voiceplane_storage::live_outbound("org_x").build(backend);
+    let txn = ctx.repo.connection().begin().await.unwrap();
+    let explain = match backend {
+        DbBackend::Postgres => {
+            // An empty table is read whole whatever its indexes: ask for an index plan.
+            txn.execute_unprepared("SET LOCAL enable_seqscan = off")
+                .await
+                .unwrap();
+            "EXPLAIN"
+        }
+        _ => "EXPLAIN QUERY PLAN",
+    };
+    let plan = txn
+        .query_all_raw(Statement {
+            sql: format!("{explain} {}", statement.sql),
+            ..statement
+        })
+        .await
+        .unwrap();
+    let column = match backend {
+        DbBackend::Postgres => "QUERY PLAN",
+        _ => "detail",
+    };
+    let details: Vec<String> = plan
+        .iter()
+        .filter_map(|row| row.try_get::<String>("", column).ok())
+        .collect();
+    assert!(
+        details.iter().any(|d| d.contains("ix_calls_live")),
+        "{details:?}"
+    );
+}
+
 db_tests!(
+    the_concurrency_count_reads_only_calls_in_flight,
     a_call_runs_its_agents_version,
     dials_keep_to_calling_hours,
     dials_keep_to_the_concurrency_limit,
