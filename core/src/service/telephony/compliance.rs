@@ -54,13 +54,13 @@ impl Window {
         Ok(Self { days, start, end })
     }
 
-    /// Calling hours as a window of every day.
-    fn every_day(start: u32, end: u32) -> Self {
-        Self {
+    /// The organization's calling hours, as a window of every day.
+    fn calling_hours(hours: &CallingHours) -> Result<Self> {
+        Ok(Self {
             days: [true; 7],
-            start,
-            end,
-        }
+            start: validate::time_of_day("calling_hours.start", &hours.start)?,
+            end: validate::time_of_day("calling_hours.end", &hours.end)?,
+        })
     }
 
     /// Whether the local time `at` is inside: a window that runs over midnight belongs to
@@ -94,14 +94,7 @@ impl Schedule {
             .iter()
             .map(|w| Window::parse("windows", w))
             .collect::<Result<Vec<_>>>()?;
-        let hours = hours
-            .map(|h| {
-                Ok::<_, Error>(Window::every_day(
-                    validate::time_of_day("calling_hours.start", &h.start)?,
-                    validate::time_of_day("calling_hours.end", &h.end)?,
-                ))
-            })
-            .transpose()?;
+        let hours = hours.map(Window::calling_hours).transpose()?;
         Ok(Self { windows, hours })
     }
 
@@ -208,16 +201,6 @@ pub(in crate::service) fn country_zone(number: &str) -> Option<&'static str> {
     SINGLE.get(country.as_ref()).copied()
 }
 
-/// Whether `minute` (after midnight) is inside `[start, end)`; a window whose end is before its
-/// start runs over midnight.
-fn inside(start: u32, end: u32, minute: u32) -> bool {
-    if start <= end {
-        (start..end).contains(&minute)
-    } else {
-        minute >= start || minute < end
-    }
-}
-
 /// 422 naming the local time and zone when `now` in `zone` is outside `hours`.
 pub(super) fn require_calling_hours(
     hours: Option<&CallingHours>,
@@ -227,17 +210,11 @@ pub(super) fn require_calling_hours(
     let Some(hours) = hours else {
         return Ok(());
     };
-    let start = validate::time_of_day("calling_hours.start", &hours.start)?;
-    let end = validate::time_of_day("calling_hours.end", &hours.end)?;
-    let tz: chrono_tz::Tz = zone
-        .parse()
-        .map_err(|_| Error::Internal(format!("stored time zone {zone} is unknown")))?;
-    let local = tz
+    let local = self::zone(zone)?
         .timestamp_micros(now.as_micros())
         .single()
         .ok_or_else(|| Error::Internal("a timestamp out of chrono's range".into()))?;
-    let minute = local.hour() * 60 + local.minute();
-    if inside(start, end, minute) {
+    if Window::calling_hours(hours)?.holds(&local) {
         return Ok(());
     }
     Err(Error::unprocessable(format!(
