@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::telephony::{Window, variables};
+use super::telephony::{Window, outbound_integration, variables};
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
@@ -125,17 +125,7 @@ impl Service {
                 .ok_or_else(|| {
                     Error::unprocessable(format!("phone number {number_id} not found"))
                 })?;
-            if !number.supports_outbound {
-                return Err(Error::unprocessable(format!(
-                    "phone number {number_id} does not place calls (supports_outbound is false)"
-                )));
-            }
-            if number.integration_id.is_none() {
-                return Err(Error::unprocessable(format!(
-                    "phone number {number_id} has no integration_id, so no provider can place \
-                     its calls"
-                )));
-            }
+            outbound_integration(&number)?;
         }
         Ok(())
     }

@@ -16,7 +16,9 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
-use crate::model::{Agent, Call, CallStatus, CallType, Dial, EventType, ProviderError};
+use crate::model::{
+    Agent, Call, CallStatus, CallType, Dial, EventType, PhoneNumber, ProviderError,
+};
 use crate::role::Permission;
 use crate::service::{By, Service};
 use crate::telephony::TelephonyProvider;
@@ -78,6 +80,21 @@ pub(in crate::service) struct DialPlan {
     pub(in crate::service) timezone: Option<String>,
     /// A published version to run instead of the deployed one.
     pub(in crate::service) agent_version: Option<i64>,
+}
+
+/// The integration that places `number`'s calls; a 422 saying why it cannot place any.
+pub(in crate::service) fn outbound_integration(number: &PhoneNumber) -> Result<String> {
+    let number_id = &number.phone_number_id;
+    if !number.supports_outbound {
+        return Err(Error::unprocessable(format!(
+            "phone number {number_id} does not place calls (supports_outbound is false)"
+        )));
+    }
+    number.integration_id.clone().ok_or_else(|| {
+        Error::unprocessable(format!(
+            "phone number {number_id} has no integration_id, so no provider can place its calls"
+        ))
+    })
 }
 
 impl Service {
@@ -159,17 +176,7 @@ impl Service {
             .phone_number_get(org, &number_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("phone number {number_id} not found")))?;
-        if !number.supports_outbound {
-            return Err(Error::unprocessable(format!(
-                "phone number {number_id} does not place calls (supports_outbound is false)"
-            )));
-        }
-        let integration_id = number.integration_id.clone().ok_or_else(|| {
-            Error::unprocessable(format!(
-                "phone number {number_id} has no integration_id, so no provider can place its \
-                 calls"
-            ))
-        })?;
+        let integration_id = outbound_integration(&number)?;
         let (integration, sealed) = self
             .repo
             .integration_get_sealed(org, &integration_id)

@@ -26,7 +26,7 @@ pub(in crate::service) use compliance::{Schedule, Window, country_zone};
 pub use control::CallSession;
 pub use dial::CALL_DIAL;
 pub(super) use dial::DialCall;
-pub(in crate::service) use dial::{DialPlan, variables};
+pub(in crate::service) use dial::{DialPlan, outbound_integration, variables};
 pub(super) use inbound::TelnyxCommand;
 pub use inbound::{TELNYX_ANSWER, TELNYX_REJECT};
 
