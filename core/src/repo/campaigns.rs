@@ -122,7 +122,7 @@ pub trait CampaignRepository: Send + Sync {
     /// Cancels the campaign's pending recipients (past its `ends_at`); returns how many.
     async fn recipients_expire(&self, campaign_id: &str) -> Result<u64>;
     /// Fails the recipients `in_progress` whose call was deleted; returns how many.
-    async fn recipients_lost(&self, campaign_id: &str, now: Timestamp) -> Result<u64>;
+    async fn recipients_lost(&self, campaign_id: &str) -> Result<u64>;
     /// Records `call` with its `call.created` event and `jobs` as the attempt of its recipient
     /// that had made `attempts` before: in one transaction with the suppression list, the
     /// organization's limit, the campaign's `max_concurrency` and its status, all under the

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement, TransactionTrait, Value,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
@@ -25,7 +25,7 @@ use voiceplane_core::telephony::progress::is_terminal;
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::{all, jobs, keyset, one, record_audit, record_event};
+use super::{all, execute, jobs, keyset, one, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, to_json, ts, ts_opt};
 use crate::entity::{call, campaign, campaign_recipient as recipient};
@@ -76,20 +76,6 @@ fn recipient_from(m: recipient::Model) -> Result<Recipient> {
         last_outcome: m.last_outcome,
         created_at: ts(m.created_at),
     })
-}
-
-/// Runs `sql`, written with `$n` parameters, in the dialect of `db`; returns the rows changed.
-async fn execute<C: ConnectionTrait>(db: &C, sql: &str, values: Vec<Value>) -> Result<u64> {
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        sea_orm::DatabaseBackend::Postgres => sql.to_owned(),
-        _ => sql.replace('$', "?"),
-    };
-    Ok(db
-        .execute_raw(Statement::from_sql_and_values(backend, sql, values))
-        .await
-        .map_err(db_err)?
-        .rows_affected())
 }
 
 /// The counts of `campaign_ids`, grouped in the database.
@@ -144,9 +130,32 @@ async fn read<C: ConnectionTrait>(
     let Some(m) = select.one(db).await.map_err(db_err)? else {
         return Ok(None);
     };
-    let mut counts = counts(db, std::slice::from_ref(&m.campaign_id)).await?;
-    let mine = counts.remove(&m.campaign_id).unwrap_or_default();
+    let mine = counts_of(db, &m.campaign_id).await?;
     campaign_from(m, mine).map(Some)
+}
+
+/// The counts of one campaign.
+async fn counts_of<C: ConnectionTrait>(db: &C, campaign_id: &str) -> Result<CampaignCounts> {
+    Ok(counts(db, &[campaign_id.to_owned()])
+        .await?
+        .remove(campaign_id)
+        .unwrap_or_default())
+}
+
+/// Cancels the campaign's pending recipients (a cancel, or past `ends_at`); returns how many.
+async fn cancel_pending<C: ConnectionTrait>(db: &C, campaign_id: &str) -> Result<u64> {
+    let done = recipient::Entity::update_many()
+        .col_expr(
+            recipient::Column::Status,
+            Expr::val(RecipientStatus::Canceled.as_str()),
+        )
+        .col_expr(recipient::Column::NextAttemptAt, Expr::val(None::<i64>))
+        .filter(recipient::Column::CampaignId.eq(campaign_id))
+        .filter(recipient::Column::Status.eq(RecipientStatus::Pending.as_str()))
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(done.rows_affected)
 }
 
 /// Writes every stored field of `c`.
@@ -456,21 +465,8 @@ impl CampaignRepository for SeaRepository {
         let mut after = event.change(&before, change)?;
         write(&txn, &after).await?;
         if effects.cancel_pending {
-            recipient::Entity::update_many()
-                .col_expr(
-                    recipient::Column::Status,
-                    Expr::val(RecipientStatus::Canceled.as_str()),
-                )
-                .col_expr(recipient::Column::NextAttemptAt, Expr::val(None::<i64>))
-                .filter(recipient::Column::CampaignId.eq(campaign_id))
-                .filter(recipient::Column::Status.eq(RecipientStatus::Pending.as_str()))
-                .exec(&txn)
-                .await
-                .map_err(db_err)?;
-            after.counts = counts(&txn, std::slice::from_ref(&after.campaign_id))
-                .await?
-                .remove(&after.campaign_id)
-                .unwrap_or_default();
+            cancel_pending(&txn, campaign_id).await?;
+            after.counts = counts_of(&txn, campaign_id).await?;
         }
         if let Some(job) = &effects.pace {
             // A pacer of before a pause may still be queued for later, or finishing a run
@@ -611,21 +607,10 @@ impl CampaignRepository for SeaRepository {
     }
 
     async fn recipients_expire(&self, campaign_id: &str) -> Result<u64> {
-        let done = recipient::Entity::update_many()
-            .col_expr(
-                recipient::Column::Status,
-                Expr::val(RecipientStatus::Canceled.as_str()),
-            )
-            .col_expr(recipient::Column::NextAttemptAt, Expr::val(None::<i64>))
-            .filter(recipient::Column::CampaignId.eq(campaign_id))
-            .filter(recipient::Column::Status.eq(RecipientStatus::Pending.as_str()))
-            .exec(&self.db)
-            .await
-            .map_err(db_err)?;
-        Ok(done.rows_affected)
+        cancel_pending(&self.db, campaign_id).await
     }
 
-    async fn recipients_lost(&self, campaign_id: &str, _now: Timestamp) -> Result<u64> {
+    async fn recipients_lost(&self, campaign_id: &str) -> Result<u64> {
         execute(
             &self.db,
             "UPDATE campaign_recipients SET status = 'failed', last_outcome = 'call_deleted' \

@@ -278,29 +278,24 @@ impl JobRepository for SeaRepository {
             DatabaseBackend::Postgres => "LEAST(run_at, $1)",
             _ => "MIN(run_at, $1)",
         };
-        let mut sql = format!(
+        let sql = format!(
             "UPDATE jobs SET status = 'queued', \
              run_at = CASE WHEN run_at <> $2 THEN {earlier} ELSE $1 END, attempts = 0, \
              locked_by = NULL, locked_until = NULL, last_error = NULL, updated_at = $3 \
              WHERE job_id = $4 AND status = 'running' AND locked_by = $5"
         );
-        if backend != DatabaseBackend::Postgres {
-            sql = sql.replace('$', "?");
-        }
-        self.db
-            .execute_raw(Statement::from_sql_and_values(
-                backend,
-                sql,
-                [
-                    run_at.as_micros().into(),
-                    claimed_run_at.as_micros().into(),
-                    Timestamp::now().as_micros().into(),
-                    job_id.into(),
-                    worker.into(),
-                ],
-            ))
-            .await
-            .map_err(db_err)?;
+        super::execute(
+            &self.db,
+            &sql,
+            vec![
+                run_at.as_micros().into(),
+                claimed_run_at.as_micros().into(),
+                Timestamp::now().as_micros().into(),
+                job_id.into(),
+                worker.into(),
+            ],
+        )
+        .await?;
         Ok(())
     }
 

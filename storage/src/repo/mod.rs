@@ -59,6 +59,26 @@ fn keyset<E: EntityTrait>(
         .limit(page.fetch())
 }
 
+/// Runs `sql`, written with `$n` parameters, in the dialect of `db`; returns the rows changed.
+pub(crate) async fn execute<C: ConnectionTrait>(
+    db: &C,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+) -> Result<u64> {
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        sea_orm::DatabaseBackend::Postgres => sql.to_owned(),
+        _ => sql.replace('$', "?"),
+    };
+    Ok(db
+        .execute_raw(sea_orm::Statement::from_sql_and_values(
+            backend, sql, values,
+        ))
+        .await
+        .map_err(db_err)?
+        .rows_affected())
+}
+
 /// The row `select` finds, converted; `None` when there is none.
 async fn one<E, T, C>(
     db: &C,

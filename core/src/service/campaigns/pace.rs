@@ -117,7 +117,7 @@ impl Service {
         } else if let Some(start) = campaign.starts_at.filter(|start| *start > now) {
             return Ok(Done::RunAgainAt(start));
         }
-        self.repo.recipients_lost(campaign_id, now).await?;
+        self.repo.recipients_lost(campaign_id).await?;
         let Some(settings) = self.repo.organization_settings(org).await? else {
             return Ok(Done::Finished);
         };
