@@ -59,10 +59,11 @@ struct Upload {
 }
 
 impl Upload {
-    /// Checks one row (`at` names it: `line 3`, `recipients[2]`) and queues it for writing.
-    async fn row(&mut self, at: &str, row: NewRecipient) -> Result<()> {
+    /// Checks one row (`at` names it: `line 3`, `recipients[2]`; `row` is already an error
+    /// when its CSV cells could not make a recipient) and queues it for writing.
+    async fn row(&mut self, at: &str, row: Result<NewRecipient>) -> Result<()> {
         self.rows += 1;
-        match checked(row) {
+        match row.and_then(checked) {
             Ok((to_number, timezone, dynamic_variables)) => {
                 if !self.bad.is_empty() {
                     // Nothing more is written once the upload is refused.
@@ -180,7 +181,7 @@ impl Service {
         match body {
             RecipientsBody::Json(json) => {
                 for (i, row) in json.recipients.into_iter().enumerate() {
-                    upload.row(&format!("recipients[{i}]"), row).await?;
+                    upload.row(&format!("recipients[{i}]"), Ok(row)).await?;
                 }
             }
             RecipientsBody::Csv(stream) => csv_rows(stream, &mut upload).await?,
@@ -326,17 +327,7 @@ async fn csv_rows(mut stream: ByteStream, upload: &mut Upload) -> Result<()> {
                 continue;
             }
             let at = format!("line {line}");
-            match cols.recipient(&fields) {
-                Ok(row) => upload.row(&at, row).await?,
-                Err(e) => {
-                    upload.rows += 1;
-                    if upload.bad.len() < MAX_REPORTED {
-                        upload.bad.push(format!("{at}: {e}"));
-                    } else {
-                        upload.more_bad = true;
-                    }
-                }
-            }
+            upload.row(&at, cols.recipient(&fields)).await?;
             if upload.full() {
                 return Ok(());
             }
