@@ -170,8 +170,7 @@ pub struct Call {
 impl Call {
     /// A new call `call_sid` of `agent` (none for a call refused before any agent took it) in
     /// the organization, to `to_number`, recorded `now`: `queued`, recorded as the agent
-    /// records, running the deployed version of a published agent its id draws, and nothing
-    /// else known yet.
+    /// records, and nothing else known yet (the caller sets the `agent_version` it drew).
     pub fn new(
         call_sid: String,
         organization_id: &str,
@@ -181,7 +180,6 @@ impl Call {
         now: Timestamp,
     ) -> Self {
         Self {
-            agent_version: agent.and_then(|a| a.version_for(&call_sid)),
             call_sid,
             to_number,
             from_number: None,
@@ -207,6 +205,7 @@ impl Call {
             dynamic_variables: BTreeMap::new(),
             metadata: serde_json::Map::new(),
             provider_error: None,
+            agent_version: None,
             timezone: None,
             dial_started_at: None,
             campaign_id: None,

@@ -54,6 +54,7 @@ impl Service {
             to_number,
             now,
         );
+        call.agent_version = version;
         call.from_number = from_number;
         call.created_at = created_at;
         call.status = input.status.unwrap_or(CallStatus::Queued);

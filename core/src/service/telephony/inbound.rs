@@ -155,15 +155,14 @@ impl Service {
             return Ok(Inbound::Reject);
         };
         let call_sid = self.id(IdKind::Call);
-        let agent = match &number.assigned_agent_id {
-            Some(id) => match self.repo.agent_get(org, id).await? {
-                // The deployed version the call draws answers it.
-                Some(agent) => {
-                    let version = agent.version_for(&call_sid);
-                    Some(self.versioned(agent, version).await?)
-                }
-                None => None,
-            },
+        let drawn = match &number.assigned_agent_id {
+            Some(id) => self.repo.agent_get(org, id).await?,
+            None => None,
+        };
+        // The deployed version the call draws answers it.
+        let version = drawn.as_ref().and_then(|a| a.version_for(&call_sid));
+        let agent = match drawn {
+            Some(agent) => Some(self.versioned(agent, version).await?),
             None => None,
         };
         let runtime = match &agent {
@@ -177,6 +176,7 @@ impl Service {
             .map(|runtime| stream_url(runtime, &call_sid));
         let refused = stream.is_none();
         let mut call = Call::new(call_sid, org, agent.as_ref(), CallType::Inbound, to, now);
+        call.agent_version = version;
         call.from_number = e164_or_none(from);
         call.status = if refused {
             CallStatus::Failed
