@@ -18,14 +18,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::post;
 use serde_json::json;
 use tokio::sync::mpsc;
-use voiceplane_clients::{HttpClient, HttpSettings, HttpTelephonyValidator, TelephonySettings};
 use voiceplane_core::Service;
 use voiceplane_core::jobs::RunnerConfig;
 use voiceplane_core::telephony::signature::twilio_signature;
@@ -71,18 +69,10 @@ async fn fake_twilio(created: mpsc::UnboundedSender<String>) -> String {
 }
 
 fn telephony(service: &Service, provider: &str, base: &str) -> Service {
-    let gateway = Arc::new(
-        HttpTelephonyValidator::new(
-            HttpClient::new(HttpSettings::default()).unwrap(),
-            TelephonySettings {
-                twilio_base_url: provider.to_owned(),
-                telnyx_base_url: provider.to_owned(),
-            },
-        )
-        .unwrap(),
-    );
-    Service::clone(service)
-        .with_telephony_gateway(gateway, voiceplane_http::Api::telephony_webhooks(base))
+    Service::clone(service).with_telephony_gateway(
+        voiceplane_suite::telephony(provider),
+        voiceplane_http::Api::telephony_webhooks(base),
+    )
 }
 
 /// A field of `/proc/self/status` in MiB (`VmRSS`, `VmHWM`).

@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use serde_json::json;
-use voiceplane_clients::{HttpClient, HttpSettings, HttpTelephonyValidator, TelephonySettings};
 use voiceplane_core::Service;
 use voiceplane_core::jobs::RunnerConfig;
 use voiceplane_core::telephony::signature::twilio_signature;
@@ -62,18 +61,10 @@ async fn fake_twilio() -> (String, Arc<AtomicUsize>) {
 }
 
 fn telephony(service: &Service, provider: &str, base: &str) -> Service {
-    let gateway = Arc::new(
-        HttpTelephonyValidator::new(
-            HttpClient::new(HttpSettings::default()).unwrap(),
-            TelephonySettings {
-                twilio_base_url: provider.to_owned(),
-                telnyx_base_url: provider.to_owned(),
-            },
-        )
-        .unwrap(),
-    );
-    Service::clone(service)
-        .with_telephony_gateway(gateway, voiceplane_http::Api::telephony_webhooks(base))
+    Service::clone(service).with_telephony_gateway(
+        voiceplane_suite::telephony(provider),
+        voiceplane_http::Api::telephony_webhooks(base),
+    )
 }
 
 /// The CPU time this process (server, database client and load generator) has used.
