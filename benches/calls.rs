@@ -22,7 +22,6 @@
 
 use std::time::{Duration, Instant};
 
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
     CallFilter, CallQuery, CallSearch, CallStatus, StatsGroupBy, StatsGrouping,
@@ -30,7 +29,7 @@ use voiceplane_core::model::{
 use voiceplane_core::page::{PageParams, PageQuery};
 use voiceplane_core::time::Timestamp;
 use voiceplane_storage::calls::queries::{list_statement, stats_statement};
-use voiceplane_suite::sample::{DAY, START, Words, ms, percentile, seed_calls};
+use voiceplane_suite::sample::{DAY, START, Words, explain, ms, percentile, seed_calls};
 use voiceplane_suite::{TestContext, new_agent};
 
 const DEFAULT_CALLS: usize = 1_000_000;
@@ -44,25 +43,6 @@ fn calls_wanted() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_CALLS)
-}
-
-/// The plan of `statement` as the database explains it, one line per step.
-async fn explain(ctx: &TestContext, statement: Statement) -> String {
-    let db = ctx.repo.connection();
-    let backend = db.get_database_backend();
-    let (prefix, column) = match backend {
-        DatabaseBackend::Postgres => ("EXPLAIN ", 0),
-        _ => ("EXPLAIN QUERY PLAN ", 3),
-    };
-    let sql = format!("{prefix}{}", statement.sql);
-    let rows = db
-        .query_all_raw(Statement { sql, ..statement })
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|r| format!("    {}", r.try_get_by_index::<String>(column).unwrap()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 async fn page_at(
@@ -188,11 +168,19 @@ async fn run(ctx: &TestContext, name: &str) {
     .unwrap();
     println!(
         "{name}: plan of the filtered page at depth 100:\n{}",
-        explain(ctx, list_statement(backend, &org, &query, &shallow)).await
+        explain(
+            ctx.repo.connection(),
+            list_statement(backend, &org, &query, &shallow)
+        )
+        .await
     );
     println!(
         "{name}: plan of the filtered page at depth 10,000:\n{}",
-        explain(ctx, list_statement(backend, &org, &query, &deep)).await
+        explain(
+            ctx.repo.connection(),
+            list_statement(backend, &org, &query, &deep)
+        )
+        .await
     );
 
     // 2. `q` over the transcripts.
@@ -239,7 +227,11 @@ async fn run(ctx: &TestContext, name: &str) {
     };
     println!(
         "{name}: plan of q:\n{}",
-        explain(ctx, list_statement(backend, &org, &search, &first)).await
+        explain(
+            ctx.repo.connection(),
+            list_statement(backend, &org, &search, &first)
+        )
+        .await
     );
 
     // 3. Stats of a month, by day.
@@ -280,7 +272,7 @@ async fn run(ctx: &TestContext, name: &str) {
     println!(
         "{name}: plan of stats by day:\n{}",
         explain(
-            ctx,
+            ctx.repo.connection(),
             stats_statement(backend, &org, &month_query, Some(StatsGroupBy::Day))
         )
         .await

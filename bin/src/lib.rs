@@ -196,6 +196,18 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             policy,
             config.webhooks.schedule().unwrap_or_default(),
         )
+        .with_analyzer(
+            Arc::new(
+                voiceplane_clients::HttpChatCompletions::new(
+                    voiceplane_clients::AnalysisSettings {
+                        policy,
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| Error::Runtime(e.to_string()))?,
+            ),
+            policy,
+        )
         .with_resolver(
             Arc::new(voiceplane_clients::SystemResolver),
             voiceplane_core::webhooks::RESOLVE_TIMEOUT,

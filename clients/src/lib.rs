@@ -14,6 +14,9 @@
 //!   OpenAI-compatible embeddings endpoint, in batches, with a timeout of its own;
 //! - [`HttpJwksSource`], the [`JwksSource`](voiceplane_core::auth::JwksSource) of an identity
 //!   provider's signing keys (`auth.jwks_url`);
+//! - [`HttpChatCompletions`], the [`ChatCompletions`](voiceplane_core::analysis::ChatCompletions)
+//!   of post-call analysis: any OpenAI-compatible chat-completions endpoint an agent names,
+//!   through a pool that follows the webhook target policy;
 //! - [`HttpWebhookSender`], the [`WebhookSender`](voiceplane_core::webhooks::WebhookSender)
 //!   of webhook deliveries, with a pool of its own that connects only to addresses its target
 //!   policy allows.
@@ -46,6 +49,7 @@
 //! # let _ = provider_two; Ok(()) }
 //! ```
 
+mod analysis;
 mod embeddings;
 mod jwks;
 mod provider_one;
@@ -60,6 +64,7 @@ use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 use voiceplane_core::Error;
 
+pub use analysis::{AnalysisSettings, HttpChatCompletions};
 pub use embeddings::{EmbeddingsSettings, OpenAiEmbedder};
 pub use jwks::{HttpJwksSource, JWKS_MAX_BYTES, JWKS_TIMEOUT};
 pub use provider_one::{ProviderOne, ProviderOneSettings};

@@ -53,16 +53,9 @@ pub struct HttpWebhookSender {
 impl HttpWebhookSender {
     /// Builds the sender's pool (installing the ring crypto provider first).
     pub fn new(settings: WebhookSenderSettings) -> Result<Self, BuildError> {
-        install_crypto_provider();
-        let mut builder = reqwest::Client::builder()
+        let client = guarded(settings.policy)
             .timeout(settings.timeout)
-            .redirect(redirect::Policy::none())
-            .no_proxy()
-            .user_agent(concat!("voiceplane-webhooks/", env!("CARGO_PKG_VERSION")));
-        if !settings.policy.allow_private {
-            builder = builder.dns_resolver(PublicOnly(settings.policy));
-        }
-        let client = builder
+            .user_agent(concat!("voiceplane-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| BuildError::new(format!("cannot build the webhook client: {e}")))?;
         Ok(Self { client, settings })
@@ -73,24 +66,13 @@ impl HttpWebhookSender {
         self.settings
     }
 
-    /// The URL to post to, if it is one and, for an IP literal, the policy allows it (the
-    /// resolver never sees IP literals).
+    /// The URL to post to, if it is one and, for an IP literal, the policy allows it.
     fn target(&self, url: &str) -> Result<Url, String> {
         let url = Url::parse(url)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
             .ok_or("the endpoint's URL is not an absolute http:// or https:// URL")?;
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        if let Some(ip) = literal {
-            self.settings
-                .policy
-                .check_addr(ip)
-                .map_err(|e| e.to_string())?;
-        }
+        allowed_literal(self.settings.policy, &url)?;
         Ok(url)
     }
 
@@ -209,6 +191,35 @@ fn find<E: std::error::Error + 'static>(err: &reqwest::Error) -> Option<&E> {
         source = e.source();
     }
     None
+}
+
+/// A client builder for URLs chosen by API users: no redirects, no proxy (a proxy would
+/// resolve names out of our sight), and unless `policy` allows private targets, a resolver
+/// that refuses names of private addresses. IP literals never reach the resolver: check them
+/// with [`allowed_literal`].
+pub(crate) fn guarded(policy: TargetPolicy) -> reqwest::ClientBuilder {
+    install_crypto_provider();
+    let builder = reqwest::Client::builder()
+        .redirect(redirect::Policy::none())
+        .no_proxy();
+    if policy.allow_private {
+        builder
+    } else {
+        builder.dns_resolver(PublicOnly(policy))
+    }
+}
+
+/// Refuses `url` when its host is an IP address `policy` does not allow.
+pub(crate) fn allowed_literal(policy: TargetPolicy, url: &Url) -> Result<(), String> {
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        _ => None,
+    };
+    match literal {
+        Some(ip) => policy.check_addr(ip).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// Resolves names with the system resolver and refuses any answer holding an address the

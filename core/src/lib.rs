@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod analysis;
 pub mod auth;
 pub mod blob;
 pub mod cache;

@@ -438,6 +438,8 @@ pub(crate) static AGENT: Decoder<agent::Model> = decoder!(agent::Model {
     runtime_stream_url,
     published_version,
     deployment,
+    analysis,
+    analysis_key,
 });
 
 pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_number::Model {
@@ -491,6 +493,11 @@ pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
     dial_started_at,
     campaign_id,
     recipient_id,
+    cost_breakdown,
+    analysis_status,
+    analysis,
+    analysis_error,
+    successful,
 });
 
 #[cfg(test)]

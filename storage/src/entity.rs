@@ -4,7 +4,7 @@
 pub mod organization {
     use sea_orm::entity::prelude::*;
 
-    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
     #[sea_orm(table_name = "organizations")]
     pub struct Model {
         #[sea_orm(primary_key, auto_increment = false)]
@@ -19,6 +19,7 @@ pub mod organization {
         pub calling_hours_end: Option<String>,
         pub timezone: Option<String>,
         pub max_concurrent_calls: Option<i64>,
+        pub monthly_credit_limit: Option<f64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -150,6 +151,11 @@ pub mod call {
         pub dial_started_at: Option<i64>,
         pub campaign_id: Option<String>,
         pub recipient_id: Option<String>,
+        pub cost_breakdown: Option<String>,
+        pub analysis_status: Option<String>,
+        pub analysis: Option<String>,
+        pub analysis_error: Option<String>,
+        pub successful: Option<bool>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -271,6 +277,8 @@ pub mod agent {
         pub published_version: Option<i64>,
         /// JSON `[{version, weight}]`; `NULL` for an agent never published.
         pub deployment: Option<String>,
+        pub analysis: Option<String>,
+        pub analysis_key: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -633,6 +641,51 @@ pub mod agent_version {
         pub description: Option<String>,
         pub published_at: i64,
         pub config: String,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod call_usage {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "call_usage")]
+    pub struct Model {
+        #[sea_orm(primary_key)]
+        pub usage_id: i64,
+        pub organization_id: String,
+        pub call_sid: String,
+        pub agent_id: String,
+        pub call_created_at: i64,
+        pub component: String,
+        pub provider: String,
+        pub model: Option<String>,
+        pub quantity: f64,
+        pub unit: String,
+        pub credits: Option<f64>,
+        pub created_at: i64,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod price_book {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+    #[sea_orm(table_name = "price_books")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub organization_id: String,
+        pub prices: String,
+        pub updated_at: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

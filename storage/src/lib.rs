@@ -100,6 +100,7 @@ pub use blob::{BlobConfig, OpendalBlobStore, S3Settings};
 pub use monitor::{JobCounts, PoolStatus};
 pub use repo::calls;
 pub use repo::live_outbound;
+pub use repo::usage;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseBackend, DatabaseConnection,
     TransactionTrait,

@@ -12,6 +12,7 @@
 mod access;
 mod agent_versions;
 mod agents;
+mod analysis;
 mod api_keys;
 mod calls;
 mod documents;
@@ -23,6 +24,7 @@ mod recordings;
 mod suppressions;
 mod telephony;
 mod tools;
+mod usage;
 mod voices;
 mod webhooks;
 

@@ -42,6 +42,10 @@ pub const CALL_FIELDS: &[&str] = &[
     "provider_error",
     "agent_version",
     "timezone",
+    "cost_breakdown",
+    "analysis_status",
+    "analysis",
+    "analysis_error",
 ];
 pub const TOOL_SUMMARY_FIELDS: &[&str] = &[
     "tool_id",
@@ -92,6 +96,7 @@ pub const AGENT_FIELDS: &[&str] = &[
     "assigned_phone_number_ids",
     // DESIGN §18: where the agent's calls stream their media.
     "runtime_stream_url",
+    "analysis",
     // DESIGN §20: the latest published version and which versions calls run.
     "published_version",
     "deployment",

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, Statement, TransactionTrait};
 
 /// A small deterministic generator (xorshift), so that every run and both databases get the
 /// same data.
@@ -139,4 +139,25 @@ pub async fn seed_calls(db: &DatabaseConnection, org: &str, agents: &[String], n
     db.execute_unprepared("ANALYZE")
         .await
         .expect("ANALYZE runs");
+}
+
+/// The plan of `statement` as the database explains it, one line per step.
+pub async fn explain(db: &DatabaseConnection, statement: Statement) -> String {
+    let backend = db.get_database_backend();
+    let (prefix, column) = match backend {
+        DatabaseBackend::Postgres => ("EXPLAIN ", 0),
+        _ => ("EXPLAIN QUERY PLAN ", 3),
+    };
+    let sql = format!("{prefix}{}", statement.sql);
+    let rows = db
+        .query_all_raw(Statement { sql, ..statement })
+        .await
+        .expect("EXPLAIN runs");
+    rows.iter()
+        .map(|r| {
+            let line: String = r.try_get_by_index(column).expect("a plan line is text");
+            format!("    {line}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -62,6 +62,14 @@ pub struct Agent {
     /// Where this agent's calls stream their media (`{url}/{call_sid}`), instead of the
     /// organization's `runtime_stream_url`; `null` uses the organization's.
     pub runtime_stream_url: Option<String>,
+    /// What a language model is asked about each completed call with a transcript; `null`:
+    /// calls are not analysed. Not part of a published version: it judges calls, whatever
+    /// version ran them.
+    pub analysis: Option<super::AgentAnalysis>,
+    /// The analysis server's API key, sealed with the master key (never serialized).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub analysis_key: Option<String>,
     /// The latest published version; `null` before the first publish (calls then run the
     /// draft, these fields).
     pub published_version: Option<i64>,
@@ -275,6 +283,9 @@ pub struct NewAgent {
     /// organization's for this agent's calls.
     #[serde(default)]
     pub runtime_stream_url: Option<String>,
+    /// Post-call analysis of the agent's calls by a language model.
+    #[serde(default)]
+    pub analysis: Option<super::NewAgentAnalysis>,
 }
 
 /// Body of `PATCH /api/agents/{agent_id}`: absent fields stay as they are; the three id lists
@@ -337,6 +348,10 @@ pub struct AgentUpdate {
     /// New stream URL; `null` goes back to the organization's.
     #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
     pub runtime_stream_url: Option<Option<String>>,
+    /// Replaces the post-call analysis (an absent `api_key` keeps the stored one); `null`
+    /// stops analysing calls and forgets the key.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub analysis: Option<Option<super::NewAgentAnalysis>>,
     /// Which published versions calls run with, by weight (1–100 each, summing to 100); a
     /// deployment of an older version is a rollback.
     #[serde(default)]
@@ -369,6 +384,8 @@ mod tests {
             kb_document_ids: Vec::new(),
             assigned_phone_number_ids: Vec::new(),
             runtime_stream_url: None,
+            analysis: None,
+            analysis_key: None,
             published_version: deployment.iter().map(|d| d.version).max(),
             deployment,
             created_at: Timestamp::from_micros(0),

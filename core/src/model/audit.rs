@@ -191,6 +191,7 @@ fn described(event_type: EventType) -> Option<(&'static str, &'static str, &'sta
         AgentUpdated => ("agent", "update", "agent_id"),
         AgentDeleted => ("agent", "delete", "agent_id"),
         AgentPublished => ("agent", "publish", "agent_id"),
+        CallAnalyzed => return None,
         ToolCreated => ("tool", "create", "tool_id"),
         ToolUpdated => ("tool", "update", "tool_id"),
         ToolDeleted => ("tool", "delete", "tool_id"),

@@ -108,6 +108,9 @@ event_types! {
     CampaignCanceled => "campaign.canceled",
     /// A version of an agent was published.
     AgentPublished => "agent.published",
+    /// A call's post-call analysis ended: `analysis_status` is `completed` (with `analysis`)
+    /// or `failed` (with `analysis_error`).
+    CallAnalyzed => "call.analyzed",
     /// A test event sent to a webhook endpoint.
     WebhookTest => "webhook.test",
 }
@@ -248,7 +251,7 @@ mod tests {
             assert_eq!(json, t.as_str());
             assert_eq!(serde_json::from_value::<EventType>(json).unwrap(), *t);
         }
-        assert_eq!(EventType::ALL.len(), 36);
+        assert_eq!(EventType::ALL.len(), 37);
         let err = serde_json::from_value::<EventType>("call.exploded".into()).unwrap_err();
         assert!(err.to_string().contains("`call.exploded`"), "{err}");
     }

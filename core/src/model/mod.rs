@@ -4,6 +4,7 @@
 //! is re-exported here, so `crate::model::Agent` names it wherever it is defined.
 
 mod agents;
+mod analysis;
 mod api_keys;
 mod audit;
 mod calls;
@@ -16,9 +17,11 @@ mod organizations;
 mod phone_numbers;
 mod suppressions;
 mod tools;
+mod usage;
 mod webhooks;
 
 pub use agents::*;
+pub use analysis::*;
 pub use api_keys::*;
 pub use audit::*;
 pub use calls::*;
@@ -31,6 +34,7 @@ pub use organizations::*;
 pub use phone_numbers::*;
 pub use suppressions::*;
 pub use tools::*;
+pub use usage::*;
 pub use webhooks::*;
 
 /// A state change's result and what to tell the caller about it.

@@ -36,7 +36,7 @@ pub const MAX_RETENTION_DAYS: i64 = 36_500;
 /// An organization's settings: its retention policy (how many days recordings, transcripts and
 /// calls are kept, counted from the call's `created_at`; `null` keeps them forever) and where
 /// its calls' media streams go.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct OrganizationSettings {
     /// Days a call's recording is kept; `null` = forever.
@@ -55,6 +55,9 @@ pub struct OrganizationSettings {
     /// Most outbound calls `queued`, `ringing` or `in_progress` at once, across instances;
     /// `null`: no limit.
     pub max_concurrent_calls: Option<i64>,
+    /// Credits the calls created in one calendar month (UTC) may use; once their usage
+    /// reaches it, dials are refused (422) until the next month. `null`: no limit.
+    pub monthly_credit_limit: Option<f64>,
 }
 
 /// A daily window of local time, `HH:MM` to `HH:MM`; one whose end is before its start runs
@@ -105,4 +108,7 @@ pub struct OrganizationSettingsUpdate {
     /// 1 to 10000, or `null` for no limit.
     #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
     pub max_concurrent_calls: Option<Option<i64>>,
+    /// Credits, > 0, or `null` for no limit.
+    #[serde(default, deserialize_with = "super::phone_numbers::nullable")]
+    pub monthly_credit_limit: Option<Option<f64>>,
 }

@@ -32,6 +32,9 @@ pub enum CampaignDial {
     Suppressed,
     /// The organization's `max_concurrent_calls` are in flight: nothing written.
     OrganizationFull,
+    /// The month's credits have reached the organization's `monthly_credit_limit`: nothing
+    /// written.
+    OutOfCredit,
     /// The campaign's `max_concurrency` calls are in flight, it is no longer running, or the
     /// recipient is no longer the pending one read (another pacer took it): nothing written.
     Skipped,

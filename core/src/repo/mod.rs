@@ -44,6 +44,7 @@ mod retention;
 mod suppressions;
 mod telephony;
 mod tools;
+mod usage;
 mod webhooks;
 
 pub use agents::*;
@@ -60,6 +61,7 @@ pub use retention::*;
 pub use suppressions::*;
 pub use telephony::*;
 pub use tools::*;
+pub use usage::*;
 pub use webhooks::*;
 
 /// A change to one resource, applied by the repository to the resource as its write
@@ -95,6 +97,7 @@ pub trait Repository:
     + TelephonyRepository
     + SuppressionRepository
     + CampaignRepository
+    + UsageRepository
     + crate::idempotency::IdempotencyRepository
     + Send
     + Sync
@@ -123,6 +126,7 @@ impl<T> Repository for T where
         + TelephonyRepository
         + SuppressionRepository
         + CampaignRepository
+        + UsageRepository
         + crate::idempotency::IdempotencyRepository
         + Send
         + Sync

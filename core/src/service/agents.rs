@@ -139,9 +139,15 @@ impl Service {
             .as_deref()
             .map(|url| validate::runtime_stream_url("runtime_stream_url", url))
             .transpose()?;
+        let analysis = match input.analysis {
+            Some(a) => Some(self.checked_analysis(a).await?),
+            None => None,
+        };
         let now = self.now();
-        let agent = Agent {
+        let mut agent = Agent {
             runtime_stream_url,
+            analysis: None,
+            analysis_key: None,
             agent_id: self.id(IdKind::Agent),
             organization_id: actor.organization_id.clone(),
             agent_name: f.agent_name,
@@ -174,6 +180,7 @@ impl Service {
             created_at: now,
             updated_at: now,
         };
+        self.apply_analysis(&mut agent, analysis)?;
         let event = self.event(EventType::AgentCreated, &agent, By::Creating(actor))?;
         self.after_write(self.repo.agent_insert(&agent, &event).await)?;
         Ok(agent)
@@ -246,8 +253,17 @@ impl Service {
             })
             .transpose()?;
         let new_deployment = input.deployment.map(deployment).transpose()?;
+        let analysis = match input.analysis {
+            Some(Some(a)) => Some(Some(self.checked_analysis(a).await?)),
+            Some(None) => Some(None),
+            None => None,
+        };
         let now = self.now();
+        let service = self.clone();
         let change = Box::new(move |agent: &mut Agent| {
+            if let Some(analysis) = analysis {
+                service.apply_analysis(agent, analysis)?;
+            }
             if let Some(url) = runtime_stream_url {
                 agent.runtime_stream_url = url;
             }

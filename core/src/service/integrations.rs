@@ -20,7 +20,7 @@ fn category(value: &str) -> Result<String> {
 }
 
 impl Service {
-    fn cipher(&self) -> Result<&CredentialCipher> {
+    pub(super) fn cipher(&self) -> Result<&CredentialCipher> {
         self.cipher.as_deref().ok_or_else(|| {
             Error::Unavailable(
                 "integration credentials cannot be stored or read: secrets.master_key is not configured"

@@ -130,6 +130,14 @@ impl Service {
                 ),
             None => runner,
         };
+        // Without a client, analyses wait (pending) for an instance that has one.
+        let runner = match &self.analyzer {
+            Some(_) => runner.with_handler(
+                crate::model::CALL_ANALYZE,
+                Arc::new(super::analysis::AnalyzeCall(self.clone())),
+            ),
+            None => runner,
+        };
         // Without a sender, deliveries wait (pending) for an instance that has one.
         match &self.webhooks.sender {
             Some(sender) => runner.with_handler(

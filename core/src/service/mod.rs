@@ -24,6 +24,7 @@ use crate::telephony::gateway::{TelephonyGateway, WebhookUrls};
 use crate::time::{Clock, SystemClock, Timestamp};
 
 mod agents;
+mod analysis;
 mod api_keys;
 mod audit;
 pub use audit::AUDIT_SWEEP;
@@ -54,6 +55,7 @@ pub use telephony::{
     TwilioWebhook,
 };
 mod tools;
+mod usage;
 mod voices;
 mod webhooks;
 
@@ -95,6 +97,10 @@ pub struct Service {
     /// Published versions this instance has read, by agent id and version: a version never
     /// changes, so nothing invalidates them (shared by clones).
     versions: Arc<VersionCache>,
+    /// Where post-call analyses are sent; without one, they wait (pending).
+    analyzer: Option<Arc<dyn crate::analysis::ChatCompletions>>,
+    /// Which addresses analysis servers may have.
+    analysis_policy: crate::webhooks::TargetPolicy,
 }
 
 /// How the service delivers webhooks.
@@ -201,6 +207,8 @@ impl Service {
             keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
             agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),
             versions: Arc::new(quick_cache::sync::Cache::new(1_000)),
+            analyzer: None,
+            analysis_policy: crate::webhooks::TargetPolicy::default(),
         }
     }
 

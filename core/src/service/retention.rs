@@ -181,6 +181,14 @@ impl Service {
             ));
         }
         let max_concurrent_calls = input.max_concurrent_calls;
+        if let Some(Some(limit)) = input.monthly_credit_limit
+            && !(limit.is_finite() && limit > 0.0 && limit <= 1e15)
+        {
+            return Err(Error::invalid(
+                "monthly_credit_limit must be a number of credits above 0, or null for no limit",
+            ));
+        }
+        let monthly_credit_limit = input.monthly_credit_limit;
         let change = Box::new(move |settings: &mut OrganizationSettings| {
             if let Some(url) = runtime_stream_url {
                 settings.runtime_stream_url = url;
@@ -193,6 +201,9 @@ impl Service {
             }
             if let Some(limit) = max_concurrent_calls {
                 settings.max_concurrent_calls = limit;
+            }
+            if let Some(limit) = monthly_credit_limit {
+                settings.monthly_credit_limit = limit;
             }
             let slots = [
                 &mut settings.recording_retention_days,

@@ -69,15 +69,19 @@ pub(crate) async fn check_webhook_url(
 }
 
 impl Service {
-    /// [`check_webhook_url`] with this service's policy and resolver.
-    async fn check_webhook_url(&self, value: &str) -> Result<String> {
+    /// [`check_webhook_url`] with this service's resolver, under `policy`.
+    pub(super) async fn check_target_url(
+        &self,
+        value: &str,
+        policy: &TargetPolicy,
+    ) -> Result<String> {
         let resolver = self.webhooks.resolver.as_ref().map(|(r, _)| r.as_ref());
         let timeout = self
             .webhooks
             .resolver
             .as_ref()
             .map_or(crate::webhooks::RESOLVE_TIMEOUT, |(_, t)| *t);
-        check_webhook_url(value, &self.webhooks.policy, resolver, timeout).await
+        check_webhook_url(value, policy, resolver, timeout).await
     }
 }
 
@@ -147,7 +151,9 @@ impl Service {
     /// Creates an endpoint, enabled, with a new signing secret shown only in this answer.
     pub async fn webhook_create(&self, actor: &Actor, input: NewWebhook) -> Result<CreatedWebhook> {
         actor.require(Permission::WebhooksWrite)?;
-        let url = self.check_webhook_url(&input.url).await?;
+        let url = self
+            .check_target_url(&input.url, &self.webhooks.policy)
+            .await?;
         let events = check_events(&input.events)?;
         let description = check_description(input.description.as_deref())?;
         let now = self.now();
@@ -205,7 +211,7 @@ impl Service {
         actor.require(Permission::WebhooksWrite)?;
         let id = IdKind::Webhook.parse(webhook_id)?;
         let url = match &input.url {
-            Some(v) => Some(self.check_webhook_url(v).await?),
+            Some(v) => Some(self.check_target_url(v, &self.webhooks.policy).await?),
             None => None,
         };
         let events = input.events.as_deref().map(check_events).transpose()?;

@@ -30,6 +30,7 @@ mod phone_numbers;
 mod suppressions;
 mod telephony;
 mod tools;
+mod usage;
 mod voices;
 mod webhooks;
 
@@ -45,6 +46,7 @@ pub const AREAS: &[Area] = &[
     calls::AREA,
     calls::transcripts::AREA,
     calls::recordings::AREA,
+    usage::AREA,
     tools::AREA,
     agents::AREA,
     phone_numbers::AREA,

@@ -24,7 +24,8 @@ const ORGANIZATION_SETTINGS_VIEW: Operation = Operation::get(
      transcripts and calls are kept; `null`: forever), where its calls stream their media \
      (`runtime_stream_url`), and the rules every outbound call keeps to: `calling_hours` in \
      the callee's time zone, the organization's `timezone` (the callee's when the dial names \
-     none), and `max_concurrent_calls`. Needs `settings:read` (admin).",
+     none), `max_concurrent_calls`, and `monthly_credit_limit`. Needs `settings:read` \
+     (admin).",
 );
 
 async fn organization_settings_view(
@@ -47,7 +48,9 @@ const ORGANIZATION_SETTINGS_UPDATE: Operation = Operation::patch(
      `runtime_stream_url`: `wss://` (or `ws://` to a loopback host) without query, or `null`. \
      `calling_hours`: `{start, end}` as `HH:MM` (an end before the start runs over midnight), \
      or `null` for any hour; outside them a dial is a 422. `timezone`: IANA. \
-     `max_concurrent_calls`: 1–10000 or `null`; a dial past it is a 429. Needs \
+     `max_concurrent_calls`: 1–10000 or `null`; a dial past it is a 429. \
+     `monthly_credit_limit`: credits > 0 or `null`; once the usage of the calls created in \
+     the calendar month (UTC) reaches it, dials are refused (422) and campaigns wait. Needs \
      `settings:write` (admin).",
 );
 

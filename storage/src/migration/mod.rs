@@ -28,6 +28,8 @@ mod m0018_calling_rules;
 mod m0019_campaigns;
 mod m0020_agent_versions;
 mod m0021_live_calls;
+mod m0022_usage;
+mod m0023_analysis;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -91,6 +93,8 @@ impl MigratorTrait for Migrator {
             Box::new(m0019_campaigns::M0019Campaigns),
             Box::new(m0020_agent_versions::M0020AgentVersions),
             Box::new(m0021_live_calls::M0021LiveCalls),
+            Box::new(m0022_usage::M0022Usage),
+            Box::new(m0023_analysis::M0023Analysis),
         ]
     }
 }

@@ -47,6 +47,12 @@ fn agent_from(m: agent::Model, mut numbers: Vec<phone_number::Model>) -> Result<
         voicemail_detection: m.voicemail_detection,
         voicemail_response_delay: m.voicemail_response_delay,
         runtime_stream_url: m.runtime_stream_url,
+        analysis: m
+            .analysis
+            .as_deref()
+            .map(|a| from_json("agents.analysis", a))
+            .transpose()?,
+        analysis_key: m.analysis_key,
         published_version: m.published_version,
         deployment: m
             .deployment
@@ -135,6 +141,8 @@ fn agent_row(a: &Agent) -> Result<agent::ActiveModel> {
         custom_tools: Set(to_json(&a.custom_tools)?),
         kb_document_ids: Set(to_json(&a.kb_document_ids)?),
         runtime_stream_url: Set(a.runtime_stream_url.clone()),
+        analysis: Set(a.analysis.as_ref().map(to_json).transpose()?),
+        analysis_key: Set(a.analysis_key.clone()),
         published_version: Set(a.published_version),
         deployment: Set(if a.deployment.is_empty() {
             None

@@ -675,9 +675,10 @@ impl CampaignRepository for SeaRepository {
             txn.commit().await.map_err(db_err)?;
             return Ok(CampaignDial::Suppressed);
         }
-        match super::telephony::refuse_over_limit(&txn, org).await {
+        match super::telephony::refuse_over_limit(&txn, org, call.created_at).await {
             Ok(()) => {}
             Err(Error::TooManyRequests(_)) => return Ok(CampaignDial::OrganizationFull),
+            Err(Error::Unprocessable(_)) => return Ok(CampaignDial::OutOfCredit),
             Err(e) => return Err(e),
         }
         let claimed = claim(RecipientStatus::InProgress)

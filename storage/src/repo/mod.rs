@@ -16,6 +16,7 @@ pub(crate) use audit::record_audit;
 pub(crate) use events::{record_event, record_if_changed};
 
 mod agents;
+mod analysis;
 mod api_keys;
 mod audit;
 pub mod calls;
@@ -33,6 +34,7 @@ mod suppressions;
 mod telephony;
 pub use telephony::live_outbound;
 mod tools;
+pub mod usage;
 mod webhooks;
 
 /// Restricts `select` to the page after `page.after`, newest first: the row-value comparison

@@ -173,6 +173,7 @@ impl OrganizationRepository for SeaRepository {
             calling_hours_end: Set(None),
             timezone: Set(None),
             max_concurrent_calls: Set(None),
+            monthly_credit_limit: Set(None),
         })
         .exec_without_returning(&txn)
         .await

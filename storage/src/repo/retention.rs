@@ -40,6 +40,7 @@ fn settings_from(m: &organization::Model) -> OrganizationSettings {
             .map(|(start, end)| CallingHours { start, end }),
         timezone: m.timezone.clone().unwrap_or_else(|| "UTC".to_owned()),
         max_concurrent_calls: m.max_concurrent_calls,
+        monthly_credit_limit: m.monthly_credit_limit,
     }
 }
 
@@ -204,6 +205,10 @@ impl RetentionRepository for SeaRepository {
             .col_expr(
                 organization::Column::MaxConcurrentCalls,
                 Expr::val(settings.max_concurrent_calls),
+            )
+            .col_expr(
+                organization::Column::MonthlyCreditLimit,
+                Expr::val(settings.monthly_credit_limit),
             )
             .filter(organization::Column::OrganizationId.eq(organization_id))
             .exec(&txn)

@@ -44,23 +44,32 @@ pub fn live_outbound(organization_id: &str) -> sea_orm::Select<call::Entity> {
 }
 
 /// 429 when the organization's outbound calls `queued`, `ringing` or `in_progress` already
-/// number its `max_concurrent_calls`. The organization's row is locked first (Postgres; SQLite
-/// has one writer), so two dials racing on two instances count one after the other.
+/// number its `max_concurrent_calls`; 422 when the credits of its calls created this month (that
+/// of `now`) have reached its `monthly_credit_limit`. The organization's row is locked first
+/// (Postgres; SQLite has one writer), so two dials racing on two instances count one after
+/// the other.
 pub(super) async fn refuse_over_limit<C: ConnectionTrait>(
     db: &C,
     organization_id: &str,
+    now: voiceplane_core::time::Timestamp,
 ) -> Result<()> {
-    let Some(limit) = one(
+    let Some((max_calls, max_credits)) = one(
         db,
         // FOR NO KEY UPDATE: dials queue on each other, but not on the key-share locks that
         // every insert of a row referring to the organization takes (an event, a call),
         // which a transaction ending a campaign's call holds while it waits for the campaign.
         organization::Entity::find_by_id(organization_id.to_owned())
             .lock(sea_orm::sea_query::LockType::NoKeyUpdate),
-        |m| Ok(m.max_concurrent_calls),
+        |m| Ok((m.max_concurrent_calls, m.monthly_credit_limit)),
     )
     .await?
-    .flatten() else {
+    else {
+        return Ok(());
+    };
+    if let Some(limit) = max_credits {
+        super::usage::refuse_out_of_credit(db, organization_id, limit, now).await?;
+    }
+    let Some(limit) = max_calls else {
         return Ok(());
     };
     let live = live_outbound(organization_id)
@@ -146,7 +155,7 @@ impl TelephonyRepository for SeaRepository {
                 call.created_at,
             )
             .await?;
-            refuse_over_limit(&txn, &call.organization_id).await?;
+            refuse_over_limit(&txn, &call.organization_id, call.created_at).await?;
         }
         let inserted = call::Entity::insert(super::calls::call_row(call)?)
             .on_conflict(

@@ -15,6 +15,12 @@ use super::checker::*;
 use super::steps;
 use super::{document, operations};
 
+/// Analysis servers on this machine (the fake upstream) are allowed.
+const PRIVATE_TARGETS: voiceplane_core::webhooks::TargetPolicy =
+    voiceplane_core::webhooks::TargetPolicy {
+        allow_private: true,
+    };
+
 async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     use Method as M;
 
@@ -28,6 +34,18 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
                 voiceplane_http::Api::telephony_webhooks(base),
             )
             .with_voice_providers(voice_providers(&upstream_url, Some(VOICE_KEYS)))
+            .with_analyzer(
+                Arc::new(
+                    voiceplane_clients::HttpChatCompletions::new(
+                        voiceplane_clients::AnalysisSettings {
+                            policy: PRIVATE_TARGETS,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap(),
+                ),
+                PRIVATE_TARGETS,
+            )
             .with_blobs(blobs)
             .with_recording_links(voiceplane_http::Api::recording_links(
                 base,
@@ -591,6 +609,20 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
 
+    // The agent's calls are analysed (the scenario runs no jobs: they stay pending).
+    c.expect(
+        M::PATCH,
+        &format!("/api/agents/{agent_id}"),
+        Body::Json(json!({"analysis": {
+            "success_criteria": "The caller learnt where the order is.",
+            "fields": [{"name": "order_id", "type": "string", "description": "The order"},
+                       {"name": "mood", "type": "enum", "description": "The caller's mood",
+                        "choices": ["calm", "upset"], "required": true}],
+            "base_url": upstream_url, "api_key": "sk-scenario", "model": "gpt-4o-mini"}})),
+        200,
+    )
+    .await;
+
     // Calls, pages and recordings.
     let new_call = json!({"agent_id": agent_id, "to_number": "+14155550123",
                           "from_number": "+14155550199", "call_type": "outbound"});
@@ -632,6 +664,46 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
         200,
     )
     .await;
+    // Usage and cost: the price book, a call's items, the derived total, the report.
+    c.expect(
+        M::PUT,
+        "/api/organization/prices",
+        Body::Json(
+            json!({"prices": [{"component": "stt", "provider": "deepgram",
+                                      "unit": "seconds", "credits_per_unit": 0.01}]}),
+        ),
+        200,
+    )
+    .await;
+    c.expect(M::GET, "/api/organization/prices", Body::None, 200)
+        .await;
+    c.expect(
+        M::POST,
+        &format!("/api/calls/{call_sid}/usage"),
+        Body::Json(json!({"items": [
+            {"component": "stt", "provider": "deepgram", "quantity": 90, "unit": "seconds"},
+            {"component": "llm", "provider": "openai", "model": "gpt-4o", "quantity": 1200,
+             "unit": "input_tokens"}]})),
+        200,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/calls/call_000000000000000000000000/usage",
+        Body::Json(json!({"items": [
+            {"component": "stt", "provider": "deepgram", "quantity": 1, "unit": "seconds"}]})),
+        404,
+    )
+    .await;
+    c.expect(
+        M::PATCH,
+        &format!("/api/calls/{call_sid}"),
+        Body::Json(json!({"total_cost": 2})),
+        409,
+    )
+    .await;
+    c.expect(M::GET, "/api/usage?group_by=day", Body::None, 200)
+        .await;
     let messages = format!("/api/calls/{call_sid}/messages");
     c.expect(
         M::POST,
@@ -645,6 +717,22 @@ async fn responses_match_the_documented_schemas(ctx: &TestContext) {
     )
     .await;
     c.expect(M::GET, &format!("{messages}?limit=1"), Body::None, 200)
+        .await;
+    c.expect(
+        M::POST,
+        &format!("/api/calls/{call_sid}/analyze"),
+        Body::None,
+        202,
+    )
+    .await;
+    c.expect(
+        M::POST,
+        "/api/calls/call_000000000000000000000000/analyze",
+        Body::None,
+        404,
+    )
+    .await;
+    c.expect(M::GET, "/api/calls?successful=true", Body::None, 200)
         .await;
     let found = c
         .expect(

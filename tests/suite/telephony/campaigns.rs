@@ -899,6 +899,92 @@ async fn a_campaign_keeps_to_its_period(ctx: &TestContext) {
     line.close().await;
 }
 
+/// Once the month's credits reach `monthly_credit_limit`, a running campaign dials no one and
+/// looks again five minutes later; with the limit raised, it dials.
+async fn a_campaign_waits_while_the_credit_limit_is_reached(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line).await;
+    let (status, _) = line
+        .c
+        .send(
+            reqwest::Method::PUT,
+            "/api/organization/prices",
+            Some(json!({"prices": [{"component": "llm", "provider": "openai",
+                                    "unit": "requests", "credits_per_unit": 10}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let spent = line
+        .c
+        .create(
+            "/api/calls",
+            json!({"agent_id": line.agent_id, "to_number": "+14155550100",
+                   "call_type": "outbound", "status": "completed"}),
+        )
+        .await;
+    let (status, body) = line
+        .c
+        .post(
+            &format!("/api/calls/{}/usage", spent["call_sid"].as_str().unwrap()),
+            json!({"items": [{"component": "llm", "provider": "openai", "quantity": 1,
+                              "unit": "requests"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let limit = |credits: f64| {
+        let c = &line.c;
+        async move {
+            let (status, body) = c
+                .send(
+                    reqwest::Method::PATCH,
+                    "/api/organization/settings",
+                    Some(json!({"monthly_credit_limit": credits})),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    limit(10.0).await;
+    let created = line
+        .c
+        .create("/api/campaigns", campaign_body(&line, json!({})))
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let (status, _) = line
+        .c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [{"to_number": "+14155550501"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let now = ctx.clock.peek();
+    let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    let key = format!("campaign.pace:{}", created["campaign_id"].as_str().unwrap());
+    let later = now.add_seconds(290).as_micros();
+    eventually("the pacer waits minutes for credit", || async {
+        pace_due(ctx, &key).await.is_some_and(|at| at >= later)
+    })
+    .await;
+    assert!(
+        dialed(&line).await.is_empty(),
+        "dialed past the credit limit"
+    );
+    assert_eq!(campaign(&line, &path).await["status"], "running");
+    limit(100.0).await;
+    ctx.clock.advance(300);
+    eventually(
+        "the recipient is dialed once the limit is raised",
+        || async { dialed(&line).await.len() == 1 },
+    )
+    .await;
+    line.close().await;
+}
+
 /// When the pacing job of key `key` is due (queued), in micros.
 async fn pace_due(ctx: &TestContext, key: &str) -> Option<i64> {
     use sea_orm::{ConnectionTrait, Statement};
@@ -927,6 +1013,7 @@ fn the_other(to: &str) -> String {
 
 db_tests!(
     a_campaign_keeps_to_its_period,
+    a_campaign_waits_while_the_credit_limit_is_reached,
     a_large_csv_uploads_whole,
     campaigns_move_through_their_states,
     csv_uploads_are_all_or_nothing,

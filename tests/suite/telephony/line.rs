@@ -72,13 +72,13 @@ pub(super) fn gateway(base: &str, timeout: Duration) -> Arc<HttpTelephonyValidat
 }
 
 /// A runner of `service`'s jobs that checks often.
-pub(super) struct Runner {
+pub(crate) struct Runner {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Runner {
-    pub(super) fn start(service: &Service, worker: &str) -> Self {
+    pub(crate) fn start(service: &Service, worker: &str) -> Self {
         let runner = service.job_runner(RunnerConfig {
             worker: worker.to_owned(),
             idle_check: Duration::from_millis(25),
@@ -95,7 +95,7 @@ impl Runner {
         }
     }
 
-    pub(super) async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

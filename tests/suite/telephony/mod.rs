@@ -2,6 +2,7 @@
 //! provider (against a fake Twilio and Telnyx that record every request).
 
 mod campaigns;
+mod charges;
 mod dial;
 mod inbound;
 pub(crate) mod line;

@@ -108,8 +108,10 @@ pub struct Call {
     pub status: CallStatus,
     /// Whether the call is recorded.
     pub recording_enabled: bool,
-    /// Cost in credits.
+    /// Cost in credits: the sum of `cost_breakdown` once the call has usage, else as recorded.
     pub total_cost: f64,
+    /// The call's usage items, each priced when it was recorded; empty without usage.
+    pub cost_breakdown: Vec<super::UsageCharge>,
     /// Duration in seconds.
     pub duration_seconds: Option<f64>,
     /// Conversation turns.
@@ -146,6 +148,12 @@ pub struct Call {
     pub agent_version: Option<i64>,
     /// The callee's IANA time zone, when the dial named one.
     pub timezone: Option<String>,
+    /// Where the post-call analysis stands; `null` when the call is not analysed.
+    pub analysis_status: Option<super::AnalysisStatus>,
+    /// What the language model said about the call, once it has.
+    pub analysis: Option<super::CallAnalysis>,
+    /// Why the analysis `failed`.
+    pub analysis_error: Option<String>,
     /// When the dial was handed to the provider: marked before the request is sent, so that
     /// a dial whose outcome is unknown is never sent twice (not serialized).
     #[serde(skip_serializing)]
@@ -190,6 +198,7 @@ impl Call {
             status: CallStatus::Queued,
             recording_enabled: agent.is_some_and(|a| a.recording_enabled),
             total_cost: 0.0,
+            cost_breakdown: Vec::new(),
             duration_seconds: None,
             turn_count: 0,
             created_at: now,
@@ -207,6 +216,9 @@ impl Call {
             provider_error: None,
             agent_version: None,
             timezone: None,
+            analysis_status: None,
+            analysis: None,
+            analysis_error: None,
             dial_started_at: None,
             campaign_id: None,
             recipient_id: None,
@@ -298,7 +310,7 @@ pub struct CallUpdate {
     /// Duration; computed from the times when both are known and this is absent.
     #[serde(default)]
     pub duration_seconds: Option<f64>,
-    /// Cost in credits, ≥ 0.
+    /// Cost in credits, ≥ 0; once the call has usage its total is derived (409).
     #[serde(default)]
     pub total_cost: Option<f64>,
     /// Conversation turns, ≥ 0.

@@ -33,6 +33,9 @@ pub struct CallFilter {
     /// Only calls that ran this published version of their agent.
     #[serde(default)]
     pub agent_version: Option<i64>,
+    /// Only calls whose analysis found them successful (`true`) or not (`false`).
+    #[serde(default)]
+    pub successful: Option<bool>,
     /// Only calls created at or after this instant (RFC 3339).
     #[serde(default)]
     pub created_after: Option<Timestamp>,
@@ -68,6 +71,8 @@ pub struct CallQuery {
     pub phone_number_id: Option<String>,
     /// Only calls that ran this version of their agent.
     pub agent_version: Option<i64>,
+    /// Only calls analysed as successful, or not.
+    pub successful: Option<bool>,
     /// `created_at >= created_after`.
     pub created_after: Option<Timestamp>,
     /// `created_at < created_before`.
@@ -101,6 +106,9 @@ impl CallQuery {
         }
         if let (Some(version), Some(list)) = (self.agent_version, canonical.as_array_mut()) {
             list.push(serde_json::json!({ "agent_version": version }));
+        }
+        if let (Some(successful), Some(list)) = (self.successful, canonical.as_array_mut()) {
+            list.push(serde_json::json!({ "successful": successful }));
         }
         Sha256::digest(canonical.to_string().as_bytes())[..6]
             .iter()
@@ -148,6 +156,9 @@ pub struct StatsTotals {
     pub total_duration_seconds: f64,
     /// Mean `duration_seconds` of those that have one; `null` when none has.
     pub avg_duration_seconds: Option<f64>,
+    /// The fraction (0–1) of the analysed calls (those with a `successful` verdict) that
+    /// succeeded; `null` when none was analysed.
+    pub success_rate: Option<f64>,
 }
 
 /// Totals over the calls of one group.
@@ -165,6 +176,8 @@ pub struct StatsGroup {
     pub total_duration_seconds: f64,
     /// Mean `duration_seconds` of those that have one; `null` when none has.
     pub avg_duration_seconds: Option<f64>,
+    /// The fraction (0–1) of the analysed calls that succeeded; `null` when none was.
+    pub success_rate: Option<f64>,
 }
 
 /// The answer of `GET /api/calls/stats`.

@@ -114,6 +114,13 @@ impl Service {
                 call.duration_seconds = Some(validate::number("duration_seconds", d, 0.0, 1e9)?);
             }
             if let Some(c) = input.total_cost {
+                if !call.cost_breakdown.is_empty() {
+                    return Err(Error::conflict(format!(
+                        "call {} has usage: its total_cost is the sum of its cost_breakdown \
+                         and cannot be set",
+                        call.call_sid
+                    )));
+                }
                 call.total_cost = validate::number("total_cost", c, 0.0, 1e12)?;
             }
             if let Some(t) = input.turn_count {

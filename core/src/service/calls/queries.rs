@@ -61,6 +61,7 @@ fn call_query(filter: &CallFilter, search: Option<&CallSearch>) -> Result<CallQu
             }
             v => v,
         },
+        successful: filter.successful,
         created_after: filter.created_after,
         created_before: filter.created_before,
         terms,

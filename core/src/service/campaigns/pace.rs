@@ -24,6 +24,9 @@ pub const CAMPAIGN_PACE: &str = "campaign.pace";
 const RECHECK_SECS: i64 = 30;
 /// How long it waits when the organization's `max_concurrent_calls` are in flight.
 const ORGANIZATION_FULL_SECS: i64 = 5;
+/// How long it waits when the month's credits have reached the `monthly_credit_limit` (until
+/// the limit is raised or the month ends).
+const OUT_OF_CREDIT_SECS: i64 = 300;
 /// Most due recipients read at once.
 const DUE_BATCH: u64 = 200;
 
@@ -205,6 +208,9 @@ impl Service {
                         CampaignDial::Suppressed => {}
                         CampaignDial::OrganizationFull => {
                             return Ok(Done::RunAgainAt(now.add_seconds(ORGANIZATION_FULL_SECS)));
+                        }
+                        CampaignDial::OutOfCredit => {
+                            return Ok(Done::RunAgainAt(now.add_seconds(OUT_OF_CREDIT_SECS)));
                         }
                         CampaignDial::Skipped => {
                             wait_for_room = true;

@@ -4,7 +4,7 @@
 use super::TwilioWebhook;
 use crate::error::Result;
 use crate::ids::IdKind;
-use crate::model::{Call, CallStatus, Integration};
+use crate::model::{Call, CallStatus, Integration, UsageComponent};
 use crate::service::Service;
 use crate::telephony::TelephonyProvider;
 use crate::telephony::progress::{self, AnsweredBy};
@@ -195,11 +195,27 @@ impl Service {
     }
 
     /// Applies `report` to `call` in one locked read-change-write; records `call.updated`
-    /// when anything the API shows changed.
+    /// when anything the API shows changed. A report that ends the call with the provider's
+    /// duration adds the call's `telephony` usage item, once.
     async fn apply_report(&self, call: &Call, report: Report) -> Result<()> {
         let now = self.now();
+        let charge = match (call.provider, report.duration_seconds) {
+            (Some(provider), Some(seconds)) if seconds > 0.0 => Some(
+                self.telephony_charge(&call.organization_id, provider, seconds)
+                    .await?,
+            ),
+            _ => None,
+        };
         self.change_call(call, move |call| {
             apply(call, report, now);
+            if let Some(charge) = charge
+                && progress::is_terminal(call.status)
+                && !call.cost_breakdown.iter().any(|c| {
+                    c.component == UsageComponent::Telephony && c.provider == charge.provider
+                })
+            {
+                crate::service::usage::append_charges(call, vec![charge])?;
+            }
             Ok(())
         })
         .await?;

@@ -28,6 +28,7 @@ pub(crate) const AREA: Area = Area {
         CALL_DELETE,
         CALL_HANGUP,
         CALL_SESSION,
+        CALL_ANALYZE,
     ],
 };
 
@@ -66,7 +67,7 @@ const CALL_LIST: Operation = Operation::get("/api/calls", handler!(call_list)).d
     "List calls",
     "Lists calls, newest first, with optional filters combined with AND (`status`, \
      `call_type`, `agent_id`, `to_number`, `from_number`, `phone_number_id`, \
-     `created_after`, `created_before`) and `q`, which keeps calls whose transcript has every word of it. \
+     `created_after`, `created_before`, `agent_version`, `successful`) and `q`, which keeps calls whose transcript has every word of it. \
      A cursor only continues the filters it was issued for (400 otherwise). Needs \
      `calls:read` (every role).",
 );
@@ -91,7 +92,8 @@ const CALL_STATS: Operation = Operation::get("/api/calls/stats", handler!(call_s
     "Count, cost and duration of the calls the filters keep, in total and per group",
     "Counts the calls the filters keep (those of the list, without `q`) and sums their \
      cost and duration, in total and per `group_by` group (`day`, `agent`, `status`, \
-     `end_reason`); computed by the database. Needs `calls:read` (every role).",
+     `end_reason`, `agent_version`), with the `success_rate` of the analysed calls; computed by \
+     the database. Needs `calls:read` (every role).",
 );
 
 async fn call_stats(
@@ -124,10 +126,12 @@ async fn call_view(
 
 const CALL_UPDATE: Operation = Operation::patch("/api/calls/{call_sid}", handler!(call_update))
     .tagged_write()
+    .errors(&[409])
     .doc(
         "Update a call",
         "Changes a call's status, end reason, times, duration, cost, turn count or billing \
-         status; `duration_seconds` is computed from the times when not given. Records \
+         status; `duration_seconds` is computed from the times when not given. Once the call \
+         has usage, its `total_cost` is their sum and setting it is a 409. Records \
          `call.updated`. Needs `calls:write` (agent_manager or admin).",
     );
 
@@ -172,8 +176,9 @@ const CALL_DIAL: Operation = Operation::post("/api/calls/dial", handler!(call_di
          otherwise; a provider's refusal ends it `failed` (`provider_rejected`) with \
          `provider_error`. Refused before anything is recorded: an unknown agent or number \
          (404); a number that does not place calls, has no integration, or whose Telnyx \
-         integration lacks `connection_id` or `public_key`, or no `runtime_stream_url` (422). \
-         Needs `calls:write` (agent_manager or admin).",
+         integration lacks `connection_id` or `public_key`, or no `runtime_stream_url`; a \
+         suppressed number, outside `calling_hours`, or once the month's credits reached \
+         `monthly_credit_limit` (422); past `max_concurrent_calls` (429). Needs `calls:write` (agent_manager or admin).",
     );
 
 async fn call_dial(
@@ -206,6 +211,29 @@ async fn call_hangup(
     (actor,): (Actor,),
 ) -> Result<Accepted<Call>, ApiError> {
     Ok(Accepted(cx.service().call_hangup(&actor, &call_sid).await?))
+}
+
+const CALL_ANALYZE: Operation =
+    Operation::post("/api/calls/{call_sid}/analyze", handler!(call_analyze))
+        .errors(&[404, 422])
+        .doc(
+            "Analyse a call again",
+            "Asks the agent's analysis model about the call again, with its transcript as it is \
+             now: answers 202 with the call `analysis_status: pending`, and `call.analyzed` is \
+             recorded when the answer is stored (`completed`) or given up on (`failed`, with \
+             `analysis_error`). A completed call with a transcript, of an agent with `analysis`, \
+             is analysed once by itself. 422 when the agent has no `analysis` or the call no \
+             transcript. Needs `calls:write` (agent_manager or admin).",
+        );
+
+async fn call_analyze(
+    cx: Cx,
+    (call_sid,): (String,),
+    (actor,): (Actor,),
+) -> Result<Accepted<Call>, ApiError> {
+    Ok(Accepted(
+        cx.service().call_analyze(&actor, &call_sid).await?,
+    ))
 }
 
 const CALL_SESSION: Operation =

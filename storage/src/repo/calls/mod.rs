@@ -7,7 +7,7 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QuerySelect, TransactionTrait,
 };
 use voiceplane_core::Result;
-use voiceplane_core::model::{Call, Event, EventStamp, Recording};
+use voiceplane_core::model::{AnalysisStatus, Call, Event, EventStamp, Recording};
 use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
 
@@ -32,6 +32,12 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
         organization_id: m.organization_id,
         recording_enabled: m.recording_enabled,
         total_cost: m.total_cost,
+        cost_breakdown: m
+            .cost_breakdown
+            .as_deref()
+            .map(|j| from_json("calls.cost_breakdown", j))
+            .transpose()?
+            .unwrap_or_default(),
         duration_seconds: m.duration_seconds,
         turn_count: m.turn_count,
         created_at: ts(m.created_at),
@@ -61,6 +67,17 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
             .transpose()?,
         agent_version: m.agent_version,
         timezone: m.timezone,
+        analysis_status: m
+            .analysis_status
+            .as_deref()
+            .map(|s| parse_enum("calls.analysis_status", s))
+            .transpose()?,
+        analysis: m
+            .analysis
+            .as_deref()
+            .map(|a| from_json("calls.analysis", a))
+            .transpose()?,
+        analysis_error: m.analysis_error,
         dial_started_at: ts_opt(m.dial_started_at),
         campaign_id: m.campaign_id,
         recipient_id: m.recipient_id,
@@ -73,6 +90,13 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
             _ => None,
         },
     })
+}
+
+/// The `cost_breakdown` column: `NULL` for a call without usage.
+fn breakdown_col(c: &Call) -> Result<Option<String>> {
+    (!c.cost_breakdown.is_empty())
+        .then(|| to_json(&c.cost_breakdown))
+        .transpose()
 }
 
 pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
@@ -112,6 +136,11 @@ pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
         dial_started_at: Set(c.dial_started_at.map(Timestamp::as_micros)),
         campaign_id: Set(c.campaign_id.clone()),
         recipient_id: Set(c.recipient_id.clone()),
+        cost_breakdown: Set(breakdown_col(c)?),
+        analysis_status: Set(c.analysis_status.map(|s| s.as_str().to_owned())),
+        analysis: Set(c.analysis.as_ref().map(to_json).transpose()?),
+        analysis_error: Set(c.analysis_error.clone()),
+        successful: Set(c.analysis.as_ref().and_then(|a| a.successful)),
     })
 }
 
@@ -156,9 +185,12 @@ impl CallRepository for SeaRepository {
         else {
             return Ok(None);
         };
-        let c = event.change(&before, change)?;
+        let mut c = event.change(&before, change)?;
         if c == before {
             return Ok(Some(c));
+        }
+        if super::analysis::due(&txn, &before, &c).await? {
+            c.analysis_status = Some(AnalysisStatus::Pending);
         }
         call::Entity::update_many()
             .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
@@ -177,6 +209,23 @@ impl CallRepository for SeaRepository {
             )
             .col_expr(call::Column::DurationSeconds, Expr::val(c.duration_seconds))
             .col_expr(call::Column::TotalCost, Expr::val(c.total_cost))
+            .col_expr(call::Column::CostBreakdown, Expr::val(breakdown_col(&c)?))
+            .col_expr(
+                call::Column::AnalysisStatus,
+                Expr::val(c.analysis_status.map(|s| s.as_str())),
+            )
+            .col_expr(
+                call::Column::Analysis,
+                Expr::val(c.analysis.as_ref().map(to_json).transpose()?),
+            )
+            .col_expr(
+                call::Column::AnalysisError,
+                Expr::val(c.analysis_error.clone()),
+            )
+            .col_expr(
+                call::Column::Successful,
+                Expr::val(c.analysis.as_ref().and_then(|a| a.successful)),
+            )
             .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
             .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
             .col_expr(
@@ -207,6 +256,8 @@ impl CallRepository for SeaRepository {
             record_event(&txn, organization_id, &event).await?;
         }
         super::campaigns::call_ended(&txn, &before, &c).await?;
+        super::usage::charged(&txn, &before, &c).await?;
+        super::analysis::requested(&txn, &before, &c).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(c))
     }

@@ -86,6 +86,9 @@ fn filtered(
     if let Some(version) = query.agent_version {
         select = select.filter(call::Column::AgentVersion.eq(version));
     }
+    if let Some(successful) = query.successful {
+        select = select.filter(call::Column::Successful.eq(successful));
+    }
     if let Some(after) = query.created_after {
         select = select.filter(call::Column::CreatedAt.gte(after.as_micros()));
     }
@@ -204,6 +207,14 @@ fn aggregates(select: Select<call::Entity>) -> Select<call::Entity> {
             Expr::cust("CAST(AVG(duration_seconds) AS DOUBLE PRECISION)"),
             "avg_duration_seconds",
         )
+        // Calls without a verdict are NULL to AVG, which skips them: NULL when none has one.
+        .expr_as(
+            Expr::cust(
+                "CAST(AVG(CASE WHEN successful THEN 1.0 WHEN NOT successful THEN 0.0 END) \
+                 AS DOUBLE PRECISION)",
+            ),
+            "success_rate",
+        )
 }
 
 /// The calls of `query`'s totals, marked `total = 1` and with no key, in the columns of a
@@ -264,6 +275,7 @@ struct StatsRow {
     total_cost: f64,
     total_duration_seconds: f64,
     avg_duration_seconds: Option<f64>,
+    success_rate: Option<f64>,
     total: i32,
     key: Option<String>,
 }
@@ -313,6 +325,7 @@ impl CallQueryRepository for SeaRepository {
             total_cost: 0.0,
             total_duration_seconds: 0.0,
             avg_duration_seconds: None,
+            success_rate: None,
         };
         let mut groups = Vec::new();
         for row in rows {
@@ -322,6 +335,7 @@ impl CallQueryRepository for SeaRepository {
                     total_cost: row.total_cost,
                     total_duration_seconds: row.total_duration_seconds,
                     avg_duration_seconds: row.avg_duration_seconds,
+                    success_rate: row.success_rate,
                 };
             } else {
                 groups.push(StatsGroup {
@@ -330,6 +344,7 @@ impl CallQueryRepository for SeaRepository {
                     total_cost: row.total_cost,
                     total_duration_seconds: row.total_duration_seconds,
                     avg_duration_seconds: row.avg_duration_seconds,
+                    success_rate: row.success_rate,
                 });
             }
         }

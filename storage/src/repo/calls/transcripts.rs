@@ -108,6 +108,9 @@ impl TranscriptRepository for SeaRepository {
             .exec_without_returning(&txn)
             .await
             .map_err(db_err)?;
+        if let Some(row) = taken.first() {
+            crate::repo::analysis::transcript_grew(&txn, row, created_at).await?;
+        }
         record_audit(&txn, organization_id, audit).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(appended))

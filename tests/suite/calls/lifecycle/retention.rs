@@ -180,7 +180,8 @@ async fn retention_settings_are_validated(ctx: &TestContext) {
     let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
     let none = json!({"recording_retention_days": null, "transcript_retention_days": null,
                       "call_retention_days": null, "runtime_stream_url": null,
-                      "calling_hours": null, "timezone": "UTC", "max_concurrent_calls": null});
+                      "calling_hours": null, "timezone": "UTC", "max_concurrent_calls": null,
+                      "monthly_credit_limit": null});
     let (status, body) = c.get("/api/organization/settings").await;
     assert_eq!((status, &body["data"]), (StatusCode::OK, &none), "{body}");
 
@@ -209,7 +210,8 @@ async fn retention_settings_are_validated(ctx: &TestContext) {
     assert_eq!(status, StatusCode::OK, "{body}");
     let set = json!({"recording_retention_days": 1, "transcript_retention_days": null,
                      "call_retention_days": 36_500, "runtime_stream_url": null,
-                     "calling_hours": null, "timezone": "UTC", "max_concurrent_calls": null});
+                     "calling_hours": null, "timezone": "UTC", "max_concurrent_calls": null,
+                     "monthly_credit_limit": null});
     assert_eq!(body["data"], set);
     // Absent is unchanged; null clears.
     let (_, body) = patch_settings(&c, json!({"transcript_retention_days": 90})).await;
