@@ -386,7 +386,10 @@ pub async fn serve(
     // Jobs keep running while requests drain; the runner stops after them (or at once if
     // the server failed), sending or dropping `stop`.
     let app = stack::layered(
-        metrics::WithMetrics::new(api(service, config), metrics),
+        metrics::WithMetrics::new(
+            voiceplane_http::WithConsole::new(api(service, config), config.console.enabled),
+            metrics,
+        ),
         &config.http,
     )?;
     let served = voiceplane_http::serve_service(listener, app, shutdown)

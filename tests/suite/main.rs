@@ -15,6 +15,7 @@ mod agents;
 mod analysis;
 mod api_keys;
 mod calls;
+mod console;
 mod documents;
 mod events;
 mod integrations;

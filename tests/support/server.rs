@@ -61,6 +61,29 @@ impl TestServer {
         }
     }
 
+    /// Starts serving a changed copy of `ctx.service` (`configure` gets the server's base URL)
+    /// with the web console in front of the API, as the binary does.
+    pub async fn start_with_console(
+        ctx: &TestContext,
+        configure: impl FnOnce(Service, &str) -> Service,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let base = format!("http://{}", listener.local_addr().expect("bound address"));
+        let service = Arc::new(configure(Service::clone(&ctx.service), &base));
+        let app = voiceplane_http::WithConsole::new(voiceplane_http::Api::new(service), true);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(voiceplane_http::serve_service(listener, app, async move {
+            let _ = rx.await;
+        }));
+        Self {
+            base,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
     /// Starts serving `ctx.service` through the adapter as `build` changes it, e.g. with rate
     /// limits: `TestServer::start_api(ctx, |api| api.with_rate_limits(limits))`.
     pub async fn start_api(

@@ -305,9 +305,10 @@ mod tests {
                     | "telephony.dial_attempts" => "5",
                     "http.trusted_proxies" => "10.0.0.0/8, 127.0.0.1",
                     "storage.backend" => "s3",
-                    "storage.path_style" | "webhooks.allow_private_targets" | "metrics.enabled" => {
-                        "false"
-                    }
+                    "storage.path_style"
+                    | "webhooks.allow_private_targets"
+                    | "metrics.enabled"
+                    | "console.enabled" => "false",
                     "webhooks.retry_schedule" => "1,2",
                     "http.cors_allowed_origins" => "https://app.test",
                     "log.format" => "json",
@@ -336,6 +337,7 @@ mod tests {
             assert_eq!(c.retention.sweep_interval_secs, 5);
             assert_eq!(c.log.format, super::super::LogFormat::Json);
             assert!(!c.metrics.enabled);
+            assert!(!c.console.enabled);
             assert_eq!(c.database.connect_timeout_ms, 5);
             assert_eq!(c.database.acquire_timeout_secs, 5);
             Ok(())

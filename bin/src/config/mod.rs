@@ -48,7 +48,8 @@ pub use upstreams::{
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
 pub use web::{
-    CorsOrigins, HttpSettings, LogFormat, LogSettings, MetricsSettings, RateLimitSettings,
+    ConsoleSettings, CorsOrigins, HttpSettings, LogFormat, LogSettings, MetricsSettings,
+    RateLimitSettings,
 };
 
 /// Prefix of the environment variables read as configuration.
@@ -110,6 +111,7 @@ pub const KEYS: &[&str] = &[
     "knowledge.max_pages",
     "knowledge.timeout_secs",
     "metrics.enabled",
+    "console.enabled",
     "database.connect_timeout_ms",
     "database.acquire_timeout_secs",
     "rate_limit.per_second",

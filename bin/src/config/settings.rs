@@ -11,9 +11,9 @@ use voiceplane_storage::{BlobConfig, S3Settings, redact_url};
 
 use super::lenient::{deserialize_bool, deserialize_opt_u32, deserialize_usize};
 use super::{
-    AuditSettings, ConfigError, EmbeddingsConfig, EventsSettings, HttpSettings, JobsSettings,
-    KnowledgeConfig, LogSettings, MetricsSettings, ProvidersConfig, RateLimitSettings,
-    RetentionSettings, Secret, TelephonyConfig, WebhooksSettings,
+    AuditSettings, ConfigError, ConsoleSettings, EmbeddingsConfig, EventsSettings, HttpSettings,
+    JobsSettings, KnowledgeConfig, LogSettings, MetricsSettings, ProvidersConfig,
+    RateLimitSettings, RetentionSettings, Secret, TelephonyConfig, WebhooksSettings,
 };
 
 /// The whole configuration. Field names are the dotted keys of [`KEYS`](super::KEYS), which
@@ -57,6 +57,8 @@ pub struct Config {
     pub log: LogSettings,
     /// `metrics.*`: `GET /metrics`.
     pub metrics: MetricsSettings,
+    /// `console.*`: the web console under `/console/`.
+    pub console: ConsoleSettings,
     /// `rate_limit.*`: requests per credential, failed authentications per client IP.
     pub rate_limit: RateLimitSettings,
 }
@@ -82,6 +84,7 @@ impl Default for Config {
             knowledge: KnowledgeConfig::default(),
             log: LogSettings::default(),
             metrics: MetricsSettings::default(),
+            console: ConsoleSettings::default(),
             rate_limit: RateLimitSettings::default(),
         }
     }

@@ -1,6 +1,7 @@
 //! The keys of the binary's HTTP side and logging: `http.*` ([`HttpSettings`], with
 //! `http.cors_allowed_origins` read into [`CorsOrigins`]), `rate_limit.*`
-//! ([`RateLimitSettings`]), `metrics.*` ([`MetricsSettings`]) and `log.format`
+//! ([`RateLimitSettings`]), `metrics.*` ([`MetricsSettings`]), `console.*` ([`ConsoleSettings`])
+//! and `log.format`
 //! ([`LogSettings`]).
 
 use std::fmt;
@@ -92,6 +93,22 @@ pub struct MetricsSettings {
 }
 
 impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// `console.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleSettings {
+    /// `console.enabled`: whether the web console answers under `/console/`; when off, its
+    /// paths are the API's 404.
+    #[serde(deserialize_with = "deserialize_bool")]
+    pub enabled: bool,
+}
+
+impl Default for ConsoleSettings {
     fn default() -> Self {
         Self { enabled: true }
     }

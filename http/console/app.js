@@ -1,0 +1,471 @@
+// The voiceplane console: a client of the public API and nothing else. Views are addressed by
+// the URL's fragment (`#/calls?status=completed&cursor=…`), so a view, its filters and its page
+// can be shared. Credentials live in sessionStorage only. Every value from the API is written
+// with textContent, never parsed as HTML.
+
+// The API is the parent of the console's folder (`…/console/` → `…/`), so the console works
+// wherever the API is mounted.
+const API_BASE = new URL("../", location.href.split("#")[0]);
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+
+const session = {
+  get() {
+    const org = sessionStorage.getItem("voiceplane.org");
+    const key = sessionStorage.getItem("voiceplane.key");
+    return org && key ? { org, key } : null;
+  },
+  set(org, key) {
+    sessionStorage.setItem("voiceplane.org", org);
+    sessionStorage.setItem("voiceplane.key", key);
+  },
+  clear() {
+    sessionStorage.removeItem("voiceplane.org");
+    sessionStorage.removeItem("voiceplane.key");
+  },
+};
+
+/** An error the API answered, with its `detail` sentence. */
+class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const s = session.get();
+  const headers = { Accept: "application/json" };
+  if (s) {
+    headers["X-API-Key"] = s.key;
+    headers["X-Organization-Id"] = s.org;
+  }
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(new URL(path.replace(/^\//, ""), API_BASE), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!response.ok) {
+    const detail = json && typeof json.detail === "string" ? json.detail : `HTTP ${response.status}`;
+    throw new ApiError(response.status, detail);
+  }
+  return json;
+}
+
+/** An element `tag` with attributes and children (strings become text). */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+  main.setAttribute("aria-busy", "false");
+}
+
+function loading() {
+  main.setAttribute("aria-busy", "true");
+  main.replaceChildren(el("p", { class: "loading", role: "status" }, "Loading…"));
+}
+
+function failure(e) {
+  if (e instanceof ApiError && e.status === 401) {
+    session.clear();
+    location.hash = "#/sign-in";
+    return;
+  }
+  show(el("p", { class: "error", role: "alert" }, e instanceof ApiError ? e.message : `Something went wrong: ${e.message}`));
+}
+
+function route() {
+  const raw = location.hash.replace(/^#/, "") || "/calls";
+  const [path, query] = raw.split("?");
+  return { parts: path.split("/").filter(Boolean), params: new URLSearchParams(query || "") };
+}
+
+function go(path, params) {
+  const query = params ? new URLSearchParams([...params].filter(([, v]) => v !== "")).toString() : "";
+  location.hash = `#${path}${query ? `?${query}` : ""}`;
+}
+
+function when(value) {
+  return value ? new Date(value).toLocaleString() : "—";
+}
+
+// ---- Sign in -------------------------------------------------------------------------------
+
+function signIn() {
+  nav.hidden = true;
+  const org = el("input", { id: "org", name: "org", required: true, autocomplete: "username" });
+  const key = el("input", { id: "key", name: "key", type: "password", required: true, autocomplete: "current-password" });
+  const message = el("p", { role: "alert" });
+  const form = el(
+    "form",
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        session.set(org.value.trim(), key.value.trim());
+        try {
+          await api("GET", "/api/calls?limit=1");
+          go("/calls");
+        } catch (e) {
+          session.clear();
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    el("h1", {}, "Sign in"),
+    el("label", { for: "org" }, "Organization id", org),
+    el("label", { for: "key" }, "API key", key),
+    el("p", {}, el("button", { type: "submit" }, "Sign in")),
+    message,
+  );
+  show(form);
+  org.focus();
+}
+
+// ---- Calls ---------------------------------------------------------------------------------
+
+const CALL_FILTERS = [
+  ["status", "Status", ["", "queued", "ringing", "in_progress", "completed", "failed", "busy", "no_answer", "canceled"]],
+  ["call_type", "Type", ["", "inbound", "outbound", "preview"]],
+  ["successful", "Successful", ["", "true", "false"]],
+  ["agent_id", "Agent id"],
+  ["created_after", "Created after", "date"],
+  ["created_before", "Created before", "date"],
+  ["q", "Transcript words"],
+];
+
+async function calls(params) {
+  const form = el("form", { class: "filters", role: "search" });
+  for (const [name, label, kind] of CALL_FILTERS) {
+    const id = `filter-${name}`;
+    let input;
+    if (Array.isArray(kind)) {
+      input = el("select", { id, name }, kind.map((v) => el("option", { value: v, selected: params.get(name) === v }, v || "any")));
+    } else {
+      const value = params.get(name) || "";
+      input = el("input", {
+        id,
+        name,
+        type: kind === "date" ? "date" : "text",
+        value: kind === "date" ? value.slice(0, 10) : value,
+      });
+    }
+    form.append(el("label", { for: id }, label, input));
+  }
+  form.append(el("button", { type: "submit" }, "Apply"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [name, , kind] of CALL_FILTERS) {
+      let value = form.elements[name].value.trim();
+      if (value && kind === "date") value = `${value}T00:00:00Z`;
+      if (value) next.set(name, value);
+    }
+    go("/calls", next);
+  });
+  const query = new URLSearchParams(params);
+  if (!query.has("limit")) query.set("limit", "20");
+  const page = await api("GET", `/api/calls?${query}`);
+  const rows = page.data.map((c) =>
+    el(
+      "tr",
+      {},
+      el("td", {}, el("a", { href: `#/calls/${c.call_sid}` }, c.call_sid)),
+      el("td", {}, c.status),
+      el("td", {}, c.call_type),
+      el("td", {}, c.agent_name || c.agent_id),
+      el("td", {}, c.to_number),
+      el("td", {}, when(c.created_at)),
+      el("td", {}, c.duration_seconds ?? "—"),
+      el("td", {}, c.total_cost),
+      el("td", {}, c.analysis ? String(c.analysis.successful ?? "—") : "—"),
+    ),
+  );
+  const table = el(
+    "div",
+    { class: "table-wrap" },
+    el(
+      "table",
+      { "aria-label": "Calls" },
+      el("thead", {}, el("tr", {}, ["Call", "Status", "Type", "Agent", "To", "Created", "Seconds", "Cost", "Successful"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows),
+    ),
+  );
+  const pager = el("div", { class: "pager" });
+  if (params.has("cursor")) {
+    const first = new URLSearchParams(params);
+    first.delete("cursor");
+    pager.append(el("a", { href: `#/calls${first.size ? `?${first}` : ""}` }, "First page"));
+  }
+  if (page.pagination && page.pagination.next_cursor) {
+    const next = new URLSearchParams(params);
+    next.set("cursor", page.pagination.next_cursor);
+    pager.append(el("a", { href: `#/calls?${next}`, rel: "next" }, "Next page"));
+  }
+  show(
+    el("h1", {}, "Calls"),
+    form,
+    page.data.length ? table : el("p", { class: "muted" }, "No calls match these filters."),
+    pager,
+  );
+}
+
+async function call(sid) {
+  const { data: c } = await api("GET", `/api/calls/${encodeURIComponent(sid)}`);
+  const messages = await api("GET", `/api/calls/${encodeURIComponent(sid)}/messages?limit=100`);
+  const facts = [
+    ["Status", c.status],
+    ["Type", c.call_type],
+    ["Agent", `${c.agent_name || ""} (${c.agent_id})`],
+    ["Version", c.agent_version ?? "draft"],
+    ["To", c.to_number],
+    ["From", c.from_number || "—"],
+    ["Created", when(c.created_at)],
+    ["Duration", c.duration_seconds === null ? "—" : `${c.duration_seconds} s`],
+    ["End reason", c.end_reason || "—"],
+    ["Total cost", `${c.total_cost} credits`],
+  ];
+  const parts = [
+    el("h1", {}, `Call ${c.call_sid}`),
+    el("dl", { class: "fields" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    el("h2", {}, "Recording"),
+  ];
+  const recording = el("div", {}, el("p", { class: "muted", role: "status" }, "Loading the recording…"));
+  parts.push(recording);
+  api("GET", `/api/calls/${encodeURIComponent(sid)}/recording/stream`)
+    .then(({ data }) => {
+      recording.replaceChildren(el("audio", { controls: true, preload: "metadata", src: data.url, "aria-label": "Recording of the call" }));
+    })
+    .catch((e) => {
+      recording.replaceChildren(el("p", { class: "muted" }, e instanceof ApiError && e.status === 404 ? "No recording." : e.message));
+    });
+  parts.push(el("h2", {}, "Transcript"));
+  parts.push(
+    messages.data.length
+      ? el("ol", { class: "transcript" }, messages.data.map((m) => el("li", { "data-seq": m.seq }, el("span", { class: "role" }, `${m.role}:`), " ", m.text)))
+      : el("p", { class: "muted" }, "No transcript."),
+  );
+  parts.push(el("h2", {}, "Analysis"));
+  if (c.analysis_status === "completed" && c.analysis) {
+    const a = c.analysis;
+    parts.push(
+      el(
+        "dl",
+        { class: "fields" },
+        el("dt", {}, "Summary"),
+        el("dd", {}, a.summary ?? "—"),
+        el("dt", {}, "Successful"),
+        el("dd", {}, a.successful === null ? "—" : String(a.successful)),
+        Object.entries(a.fields).map(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null ? "—" : String(v))]),
+        el("dt", {}, "Model"),
+        el("dd", {}, a.model),
+      ),
+    );
+  } else {
+    parts.push(el("p", { class: c.analysis_status === "failed" ? "error" : "muted" }, c.analysis_status ? `${c.analysis_status}${c.analysis_error ? `: ${c.analysis_error}` : ""}` : "Not analysed."));
+  }
+  parts.push(el("h2", {}, "Cost breakdown"));
+  parts.push(
+    c.cost_breakdown.length
+      ? el(
+          "div",
+          { class: "table-wrap" },
+          el(
+            "table",
+            { "aria-label": "Cost breakdown" },
+            el("thead", {}, el("tr", {}, ["Component", "Provider", "Model", "Quantity", "Unit", "Credits"].map((h) => el("th", { scope: "col" }, h)))),
+            el("tbody", {}, c.cost_breakdown.map((i) => el("tr", {}, [i.component, i.provider, i.model || "—", i.quantity, i.unit, i.credits ?? "—"].map((v) => el("td", {}, v))))),
+          ),
+        )
+      : el("p", { class: "muted" }, "No usage recorded."),
+  );
+  show(...parts);
+}
+
+// ---- Stats ---------------------------------------------------------------------------------
+
+function dayChart(groups) {
+  const width = 700;
+  const height = 220;
+  const max = Math.max(1, ...groups.map((g) => g.calls));
+  const step = width / Math.max(1, groups.length);
+  const bars = groups.map((g, i) => {
+    const h = Math.round((g.calls / max) * (height - 40));
+    return svg(
+      "g",
+      {},
+      svg("rect", { class: "bar", x: i * step + 4, y: height - 20 - h, width: Math.max(2, step - 8), height: h }, svg("title", {}, `${g.key}: ${g.calls} calls`)),
+      svg("text", { x: i * step + step / 2, y: height - 4, "text-anchor": "middle" }, (g.key || "").slice(5)),
+    );
+  });
+  return svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Calls per day" }, ...bars);
+}
+
+async function stats(params) {
+  const days = Math.min(366, Math.max(1, Number(params.get("days")) || 7));
+  // The window ends after `until` (a UTC date), today by default.
+  const until = params.get("until");
+  const end = until && !Number.isNaN(Date.parse(`${until}T00:00:00Z`)) ? new Date(`${until}T00:00:00Z`) : new Date();
+  end.setUTCHours(24, 0, 0, 0);
+  const start = new Date(end.getTime() - days * 86400000);
+  const window = `created_after=${start.toISOString()}&created_before=${end.toISOString()}`;
+  const [byDay, usage] = await Promise.all([
+    api("GET", `/api/calls/stats?group_by=day&${window}`),
+    api("GET", `/api/usage?${window}`),
+  ]);
+  const t = byDay.data.totals;
+  const rate = t.success_rate === null ? "—" : `${Math.round(t.success_rate * 100)} %`;
+  const form = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: (event) => {
+        event.preventDefault();
+        const next = new URLSearchParams({ days: event.target.elements.days.value });
+        if (event.target.elements.until.value) next.set("until", event.target.elements.until.value);
+        go("/stats", next);
+      },
+    },
+    el("label", { for: "days" }, "Days", el("input", { id: "days", name: "days", type: "number", min: 1, max: 366, value: days })),
+    el("label", { for: "until" }, "Until", el("input", { id: "until", name: "until", type: "date", value: until || "" })),
+    el("button", { type: "submit" }, "Show"),
+  );
+  show(
+    el("h1", {}, "Stats"),
+    form,
+    el(
+      "div",
+      { class: "cards" },
+      el("div", { class: "card" }, el("b", {}, t.calls), "calls"),
+      el("div", { class: "card" }, el("b", {}, rate), "success rate"),
+      el("div", { class: "card" }, el("b", {}, usage.data.totals.credits), "credits"),
+    ),
+    el("h2", {}, "Calls per day"),
+    dayChart(byDay.data.groups),
+  );
+}
+
+// ---- Agents --------------------------------------------------------------------------------
+
+async function agents() {
+  const page = await api("GET", "/api/agents?limit=100");
+  show(
+    el("h1", {}, "Agents"),
+    page.data.length
+      ? el("ul", {}, page.data.map((a) => el("li", {}, el("a", { href: `#/agents/${a.agent_id}` }, a.agent_name), ` — version ${a.published_version ?? "never published"}`)))
+      : el("p", { class: "muted" }, "No agents yet."),
+  );
+}
+
+async function agent(id) {
+  const path = `/api/agents/${encodeURIComponent(id)}`;
+  const [{ data: a }, versions] = await Promise.all([api("GET", path), api("GET", `${path}/versions?limit=20`)]);
+  const message = el("p", { role: "status" });
+  const prompt = el("textarea", { id: "system_prompt", name: "system_prompt" }, a.system_prompt);
+  const say = (text, bad) => {
+    message.className = bad ? "error" : "muted";
+    message.textContent = text;
+  };
+  const save = el(
+    "form",
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await api("PATCH", path, { system_prompt: prompt.value });
+          say("Draft saved.");
+        } catch (e) {
+          say(e.message, true);
+        }
+      },
+    },
+    el("label", { for: "system_prompt" }, "System prompt (draft)", prompt),
+    el("p", {}, el("button", { type: "submit" }, "Save draft")),
+  );
+  const publish = el(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      onclick: async () => {
+        try {
+          const { data } = await api("POST", `${path}/publish`, {});
+          say(`Published version ${data.version}.`);
+          await agent(id);
+        } catch (e) {
+          say(e.message, true);
+        }
+      },
+    },
+    "Publish",
+  );
+  show(
+    el("h1", {}, a.agent_name),
+    el("p", {}, "Published version: ", el("b", { id: "published-version" }, a.published_version ?? "none")),
+    save,
+    publish,
+    message,
+    el("h2", {}, "Versions"),
+    versions.data.length
+      ? el("ol", { reversed: true }, versions.data.map((v) => el("li", {}, `Version ${v.version} — ${when(v.published_at)}${v.description ? ` — ${v.description}` : ""}`)))
+      : el("p", { class: "muted" }, "Never published."),
+  );
+}
+
+// ---- Router --------------------------------------------------------------------------------
+
+async function render() {
+  const { parts, params } = route();
+  if (parts[0] === "sign-in" || !session.get()) {
+    signIn();
+    return;
+  }
+  nav.hidden = false;
+  loading();
+  try {
+    if (parts[0] === "calls" && parts[1]) await call(parts[1]);
+    else if (parts[0] === "calls") await calls(params);
+    else if (parts[0] === "stats") await stats(params);
+    else if (parts[0] === "agents" && parts[1]) await agent(parts[1]);
+    else if (parts[0] === "agents") await agents();
+    else show(el("p", { class: "error", role: "alert" }, "There is no such page."));
+  } catch (e) {
+    failure(e);
+  }
+  main.focus({ preventScroll: true });
+}
+
+document.getElementById("sign-out").addEventListener("click", () => {
+  session.clear();
+  go("/sign-in");
+});
+window.addEventListener("hashchange", render);
+render();

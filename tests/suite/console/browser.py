@@ -1,0 +1,128 @@
+"""The console in a real browser (Debian's Chromium, driven by Playwright), against a server the
+Rust test seeded. The scenario comes as JSON in argv[1]; any failure raises, and the test reads
+the exit status and the output. Every page is watched for console errors, uncaught exceptions
+and Content-Security-Policy violations; none may happen."""
+
+import json
+import re
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+cfg = json.loads(sys.argv[1])
+base = cfg["base"]
+problems = []
+
+WATCH_CSP = """
+document.addEventListener("securitypolicyviolation", (e) =>
+  console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+"""
+
+
+def watched(browser, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.add_init_script(WATCH_CSP)
+    page = context.new_page()
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    return page
+
+
+def sign_in(page, key):
+    page.goto(f"{base}/console")
+    expect(page).to_have_url(f"{base}/console/")
+    page.get_by_label("Organization id").fill(cfg["org"])
+    page.get_by_label("API key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("table", name="Calls")).to_be_visible()
+
+
+def scenario(p):
+    browser = p.chromium.launch(executable_path=cfg["chromium"], args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
+    page = watched(browser, 1200)
+
+    # A wrong key shows the API's sentence.
+    page.goto(f"{base}/console/")
+    page.get_by_label("Organization id").fill(cfg["org"])
+    page.get_by_label("API key").fill("vpk_wrong")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).not_to_be_empty()
+    problems.clear()  # the browser logs the 401 it was answered; that is the point here
+
+    sign_in(page, cfg["key"])
+
+    # Filter calls, with the filter in the URL, and page through them.
+    page.get_by_label("Status").select_option("completed")
+    page.get_by_role("button", name="Apply").click()
+    expect(page).to_have_url(re.compile(r"#/calls\?status=completed$"))
+    table = page.get_by_role("table", name="Calls")
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(20)
+    seen = set(rows.locator("td:first-child").all_inner_texts())
+    assert set(rows.locator("td:nth-child(2)").all_inner_texts()) == {"completed"}
+    page.get_by_role("link", name="Next page").click()
+    expect(page).to_have_url(re.compile(r"status=completed&cursor="))
+    expect(rows).to_have_count(cfg["completed"] - 20)
+    later = set(rows.locator("td:first-child").all_inner_texts())
+    assert not seen & later, "a page repeated a call"
+    assert len(seen | later) == cfg["completed"]
+    expect(page.get_by_role("link", name="Next page")).to_have_count(0)
+    # The shared view opens as it was.
+    shared = page.url
+    page.goto(f"{base}/console/#/calls")
+    page.goto(shared)
+    expect(rows).to_have_count(cfg["completed"] - 20)
+
+    # A call: its transcript in order, its recording playable, its analysis and costs.
+    page.goto(f"{base}/console/#/calls/{cfg['call']}")
+    expect(page.get_by_role("heading", name=f"Call {cfg['call']}")).to_be_visible()
+    expect(page.locator("ol.transcript li")).to_have_count(len(cfg["transcript"]))
+    said = [t.split(None, 1)[1] if " " in t else t for t in page.locator("ol.transcript li").all_inner_texts()]
+    assert said == cfg["transcript"], said
+    page.wait_for_function("() => { const a = document.querySelector('audio'); return a && a.readyState >= 3; }")
+    duration = page.evaluate("() => document.querySelector('audio').duration")
+    assert abs(duration - cfg["seconds"]) < 0.1, duration
+    expect(page.get_by_role("table", name="Cost breakdown").locator("tbody tr")).to_have_count(1)
+
+    # An agent: edit the draft's prompt and publish it: version 2.
+    page.goto(f"{base}/console/#/agents/{cfg['agent']}")
+    expect(page.locator("#published-version")).to_have_text("1")
+    page.get_by_label("System prompt (draft)").fill("You are the second version.")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_text("Draft saved.")).to_be_visible()
+    page.get_by_role("button", name="Publish").click()
+    expect(page.locator("#published-version")).to_have_text("2")
+    expect(page.get_by_text(re.compile(r"^Version 2 "))).to_be_visible()
+
+    # Stats: one bar per day of the week of calls.
+    page.goto(f"{base}/console/#/stats?days=7&until={cfg['until']}")
+    expect(page.locator("svg.chart rect.bar")).to_have_count(7)
+    expect(page.locator(".card b").first).to_have_text(str(cfg["week_calls"]))
+    if cfg.get("screenshot"):
+        page.screenshot(path=cfg["screenshot"], full_page=True)
+
+    # A `user` key may read but not publish: the API's sentence is shown.
+    user = watched(browser, 375)
+    sign_in(user, cfg["user_key"])
+    user.goto(f"{base}/console/#/agents/{cfg['agent']}")
+    user.get_by_role("button", name="Publish").click()
+    expect(user.get_by_text(cfg["forbidden"])).to_be_visible()
+    # 375 px wide: nothing wider than the screen but the tables' own scrolling.
+    width = user.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= 375, width
+    problems[:] = [p for p in problems if "403" not in p]
+
+    browser.close()
+
+
+with sync_playwright() as p:
+    try:
+        scenario(p)
+    except Exception:
+        print("problems so far:", *problems, sep="\n")
+        raise
+
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print("console scenario passed")
