@@ -33,18 +33,25 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body) {
+async function api(method, path, body, contentType) {
   const s = session.get();
   const headers = { Accept: "application/json" };
   if (s) {
     headers["X-API-Key"] = s.key;
     headers["X-Organization-Id"] = s.org;
   }
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let payload;
+  if (contentType) {
+    headers["Content-Type"] = contentType;
+    payload = body;
+  } else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
   const response = await fetch(new URL(path.replace(/^\//, ""), API_BASE), {
     method,
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: payload,
   });
   const text = await response.text();
   let json = null;
@@ -68,7 +75,7 @@ function el(tag, attrs = {}, ...children) {
     if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -440,6 +447,344 @@ async function agent(id) {
   );
 }
 
+// ---- Lists of the other resources ----------------------------------------------------------
+
+/** A table of `rows` under `label`, one column per `[heading, value(row)]`. */
+function table(label, columns, rows) {
+  return el(
+    "div",
+    { class: "table-wrap" },
+    el(
+      "table",
+      { "aria-label": label },
+      el("thead", {}, el("tr", {}, columns.map(([h]) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.map((r) => el("tr", {}, columns.map(([, value]) => el("td", {}, value(r)))))),
+    ),
+  );
+}
+
+/** Links to the first and the next page of the list at `view`, kept in the URL. */
+function pager(view, params, page) {
+  const nodes = el("div", { class: "pager" });
+  if (params.has("cursor")) {
+    const first = new URLSearchParams(params);
+    first.delete("cursor");
+    nodes.append(el("a", { href: `#${view}${first.size ? `?${first}` : ""}` }, "First page"));
+  }
+  if (page.pagination && page.pagination.next_cursor) {
+    const next = new URLSearchParams(params);
+    next.set("cursor", page.pagination.next_cursor);
+    nodes.append(el("a", { href: `#${view}?${next}`, rel: "next" }, "Next page"));
+  }
+  return nodes;
+}
+
+/** A button that runs `action`, then says what happened in `message` (the API's sentence on
+ * failure) and re-renders the view. */
+function actionButton(text, message, action, secondary = true) {
+  return el(
+    "button",
+    {
+      type: "button",
+      class: secondary ? "secondary" : null,
+      onclick: async () => {
+        try {
+          const said = await action();
+          await render();
+          const now = document.getElementById("message");
+          if (now && said) {
+            now.className = "muted";
+            now.textContent = said;
+          }
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    text,
+  );
+}
+
+function messageBox() {
+  return el("p", { id: "message", role: "status" });
+}
+
+function listQuery(params, limit = 20) {
+  const query = new URLSearchParams(params);
+  if (!query.has("limit")) query.set("limit", String(limit));
+  return query;
+}
+
+async function campaigns(params) {
+  const page = await api("GET", `/api/campaigns?${listQuery(params)}`);
+  show(
+    el("h1", {}, "Campaigns"),
+    page.data.length
+      ? table("Campaigns", [
+          ["Name", (c) => el("a", { href: `#/campaigns/${c.campaign_id}` }, c.name)],
+          ["Status", (c) => c.status],
+          ["Recipients", (c) => c.counts.total],
+          ["Pending", (c) => c.counts.pending],
+          ["Completed", (c) => c.counts.completed],
+          ["Failed", (c) => c.counts.failed],
+        ], page.data)
+      : el("p", { class: "muted" }, "No campaigns yet."),
+    pager("/campaigns", params, page),
+  );
+}
+
+async function campaign(id) {
+  const path = `/api/campaigns/${encodeURIComponent(id)}`;
+  const [{ data: c }, recipients] = await Promise.all([api("GET", path), api("GET", `${path}/recipients?limit=50`)]);
+  const message = messageBox();
+  const file = el("input", { id: "recipients-csv", name: "csv", type: "file", accept: ".csv,text/csv" });
+  const upload = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        if (!file.files.length) {
+          message.className = "error";
+          message.textContent = "Choose a CSV file first.";
+          return;
+        }
+        try {
+          const { data } = await api("POST", `${path}/recipients`, file.files[0], "text/csv");
+          await campaign(id);
+          const now = document.getElementById("message");
+          now.className = "muted";
+          now.textContent = `Added ${data.added} recipients (${data.duplicates} duplicates).`;
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    el("label", { for: "recipients-csv" }, "Recipients CSV (to_number, timezone, variables…)", file),
+    el("button", { type: "submit" }, "Upload"),
+  );
+  const counts = Object.entries(c.counts);
+  show(
+    el("h1", {}, c.name),
+    el("p", {}, "Status: ", el("b", { id: "campaign-status" }, c.status), c.paused_reason ? ` (${c.paused_reason})` : ""),
+    el("dl", { class: "fields", id: "counts" }, counts.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-count": k }, v)])),
+    el(
+      "p",
+      { class: "pager" },
+      actionButton("Start", message, async () => (await api("POST", `${path}/start`, {}), "Started.")),
+      actionButton("Pause", message, async () => (await api("POST", `${path}/pause`, {}), "Paused.")),
+      actionButton("Cancel", message, async () => (await api("POST", `${path}/cancel`, {}), "Canceled.")),
+    ),
+    upload,
+    message,
+    el("h2", {}, "Recipients"),
+    recipients.data.length
+      ? table("Recipients", [
+          ["Number", (r) => r.to_number],
+          ["Status", (r) => r.status],
+          ["Attempts", (r) => r.attempts],
+          ["Last call", (r) => (r.last_call_sid ? el("a", { href: `#/calls/${r.last_call_sid}` }, r.last_call_sid) : "—")],
+          ["Outcome", (r) => r.last_outcome || "—"],
+        ], recipients.data)
+      : el("p", { class: "muted" }, "No recipients yet."),
+  );
+}
+
+async function numbers(params) {
+  const [page, integrations] = await Promise.all([
+    api("GET", `/api/phone-numbers?${listQuery(params)}`),
+    api("GET", "/api/integrations?limit=100"),
+  ]);
+  const message = messageBox();
+  show(
+    el("h1", {}, "Phone numbers"),
+    message,
+    page.data.length
+      ? table("Phone numbers", [
+          ["Number", (n) => n.phone_number],
+          ["Provider", (n) => n.provider || "—"],
+          ["Agent", (n) => n.assigned_agent_id || "—"],
+          ["Connected", (n) => when(n.connected_at)],
+          ["", (n) => actionButton("Connect", message, async () => (await api("POST", `/api/phone-numbers/${n.phone_number_id}/connect`, {}), `Connected ${n.phone_number}.`))],
+        ], page.data)
+      : el("p", { class: "muted" }, "No phone numbers yet."),
+    pager("/numbers", params, page),
+    el("h2", {}, "Integrations"),
+    integrations.data.length
+      ? table("Integrations", [
+          ["Name", (i) => i.name],
+          ["Provider", (i) => i.provider],
+          ["Status", (i) => i.status],
+          ["", (i) => actionButton("Validate", message, async () => (await api("POST", `/api/integrations/${i.integration_id}/validate`, {}), `Validated ${i.name}.`))],
+        ], integrations.data)
+      : el("p", { class: "muted" }, "No integrations yet."),
+  );
+}
+
+async function webhooks(params) {
+  const page = await api("GET", `/api/webhooks?${listQuery(params)}`);
+  const message = messageBox();
+  show(
+    el("h1", {}, "Webhooks"),
+    message,
+    page.data.length
+      ? table("Webhook endpoints", [
+          ["URL", (w) => w.url],
+          ["Events", (w) => w.events.join(", ")],
+          ["Status", (w) => w.status],
+          ["", (w) => actionButton("Send a test", message, async () => (await api("POST", `/api/webhooks/${w.webhook_id}/test`, {}), "Test event queued."))],
+        ], page.data)
+      : el("p", { class: "muted" }, "No webhook endpoints yet."),
+    pager("/webhooks", params, page),
+  );
+}
+
+async function suppressions(params) {
+  const page = await api("GET", `/api/suppressions?${listQuery(params)}`);
+  const message = messageBox();
+  const number = el("input", { id: "suppress-number", name: "phone_number", placeholder: "+14155550123", required: true });
+  const reason = el("input", { id: "suppress-reason", name: "reason" });
+  const add = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await api("POST", "/api/suppressions", { phone_number: number.value.trim(), reason: reason.value.trim() || undefined });
+          await render();
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    el("label", { for: "suppress-number" }, "Number (E.164)", number),
+    el("label", { for: "suppress-reason" }, "Reason", reason),
+    el("button", { type: "submit" }, "Suppress"),
+  );
+  show(
+    el("h1", {}, "Suppression list"),
+    add,
+    message,
+    page.data.length
+      ? table("Suppressed numbers", [
+          ["Number", (x) => x.phone_number],
+          ["Reason", (x) => x.reason || "—"],
+          ["Expires", (x) => when(x.expires_at)],
+          ["", (x) => actionButton("Remove", message, async () => (await api("DELETE", `/api/suppressions/${encodeURIComponent(x.phone_number)}`), "Removed."))],
+        ], page.data)
+      : el("p", { class: "muted" }, "No suppressed numbers."),
+    pager("/suppressions", params, page),
+  );
+}
+
+async function keys(params) {
+  const page = await api("GET", `/api/api-keys?${listQuery(params)}`);
+  const message = messageBox();
+  const name = el("input", { id: "key-name", name: "name", required: true });
+  const role = el("select", { id: "key-role", name: "role" }, ["user", "agent_manager", "admin"].map((r) => el("option", { value: r }, r)));
+  const scopes = el("input", { id: "key-scopes", name: "scopes", placeholder: "calls:read, agents:read" });
+  const secret = el("p", { id: "new-key", role: "status" });
+  const create = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const body = { name: name.value.trim(), role: role.value };
+        const list = scopes.value.split(",").map((x) => x.trim()).filter(Boolean);
+        if (list.length) body.scopes = list;
+        try {
+          const { data } = await api("POST", "/api/api-keys", body);
+          await render();
+          document.getElementById("new-key").textContent = `New key (shown once): ${data.api_key}`;
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    el("label", { for: "key-name" }, "Name", name),
+    el("label", { for: "key-role" }, "Role", role),
+    el("label", { for: "key-scopes" }, "Scopes (optional)", scopes),
+    el("button", { type: "submit" }, "Create key"),
+  );
+  show(
+    el("h1", {}, "API keys"),
+    create,
+    secret,
+    message,
+    table("API keys", [
+      ["Name", (k) => k.name],
+      ["Role", (k) => k.role],
+      ["Prefix", (k) => k.prefix],
+      ["Status", (k) => k.status],
+      ["Scopes", (k) => (k.scopes ? k.scopes.join(", ") : "all of its role")],
+      ["", (k) => (k.status === "active" ? actionButton("Revoke", message, async () => (await api("DELETE", `/api/api-keys/${k.key_id}`), "Revoked.")) : "")],
+    ], page.data),
+    pager("/keys", params, page),
+  );
+}
+
+async function members() {
+  const [list, invitations] = await Promise.all([
+    api("GET", "/api/auth/organizations/members"),
+    api("GET", "/api/auth/organizations/invitations"),
+  ]);
+  show(
+    el("h1", {}, "Members"),
+    table("Members", [
+      ["Name", (m) => m.name || "—"],
+      ["E-mail", (m) => m.email],
+      ["Role", (m) => m.role],
+      ["Last sign-in", (m) => when(m.last_login)],
+    ], list.members),
+    el("h2", {}, "Pending invitations"),
+    invitations.invitations.length
+      ? table("Invitations", [
+          ["E-mail", (i) => i.email],
+          ["Role", (i) => i.role],
+          ["Expires", (i) => when(i.expires_at)],
+        ], invitations.invitations)
+      : el("p", { class: "muted" }, "None."),
+  );
+}
+
+async function audit(params) {
+  const action = el("input", { id: "audit-action", name: "action", value: params.get("action") || "", placeholder: "agent.update" });
+  const form = el(
+    "form",
+    {
+      class: "filters",
+      role: "search",
+      onsubmit: (event) => {
+        event.preventDefault();
+        go("/audit", new URLSearchParams({ action: action.value.trim() }));
+      },
+    },
+    el("label", { for: "audit-action" }, "Action", action),
+    el("button", { type: "submit" }, "Apply"),
+  );
+  const page = await api("GET", `/api/audit-log?${listQuery(params)}`);
+  show(
+    el("h1", {}, "Audit log"),
+    form,
+    page.data.length
+      ? table("Audit log", [
+          ["When", (e) => when(e.created_at)],
+          ["Action", (e) => e.action],
+          ["Resource", (e) => e.resource_id],
+          ["Who", (e) => e.actor.key_id || e.actor.user_id || e.actor.type],
+          ["Changed", (e) => Object.keys(e.changes).join(", ")],
+        ], page.data)
+      : el("p", { class: "muted" }, "No entries."),
+    pager("/audit", params, page),
+  );
+}
+
 // ---- Router --------------------------------------------------------------------------------
 
 async function render() {
@@ -456,6 +801,14 @@ async function render() {
     else if (parts[0] === "stats") await stats(params);
     else if (parts[0] === "agents" && parts[1]) await agent(parts[1]);
     else if (parts[0] === "agents") await agents();
+    else if (parts[0] === "campaigns" && parts[1]) await campaign(parts[1]);
+    else if (parts[0] === "campaigns") await campaigns(params);
+    else if (parts[0] === "numbers") await numbers(params);
+    else if (parts[0] === "webhooks") await webhooks(params);
+    else if (parts[0] === "suppressions") await suppressions(params);
+    else if (parts[0] === "keys") await keys(params);
+    else if (parts[0] === "members") await members();
+    else if (parts[0] === "audit") await audit(params);
     else show(el("p", { class: "error", role: "alert" }, "There is no such page."));
   } catch (e) {
     failure(e);

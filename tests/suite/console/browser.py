@@ -12,6 +12,7 @@ from playwright.sync_api import expect, sync_playwright
 cfg = json.loads(sys.argv[1])
 base = cfg["base"]
 problems = []
+pages = []
 
 WATCH_CSP = """
 document.addEventListener("securitypolicyviolation", (e) =>
@@ -25,6 +26,7 @@ def watched(browser, width):
     page = context.new_page()
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    pages.append(page)
     return page
 
 
@@ -76,6 +78,8 @@ def scenario(p):
     # A call: its transcript in order, its recording playable, its analysis and costs.
     page.goto(f"{base}/console/#/calls/{cfg['call']}")
     expect(page.get_by_role("heading", name=f"Call {cfg['call']}")).to_be_visible()
+    expect(page.locator("dl.fields dt").first).to_have_text("Status")
+    expect(page.locator("dl.fields dd").first).to_have_text("completed")
     expect(page.locator("ol.transcript li")).to_have_count(len(cfg["transcript"]))
     said = [t.split(None, 1)[1] if " " in t else t for t in page.locator("ol.transcript li").all_inner_texts()]
     assert said == cfg["transcript"], said
@@ -93,6 +97,28 @@ def scenario(p):
     page.get_by_role("button", name="Publish").click()
     expect(page.locator("#published-version")).to_have_text("2")
     expect(page.get_by_text(re.compile(r"^Version 2 "))).to_be_visible()
+
+    # A campaign: recipients uploaded as CSV, and their counts.
+    page.goto(f"{base}/console/#/campaigns")
+    page.get_by_role("link", name=cfg["campaign"]).click()
+    expect(page.locator("#campaign-status")).to_have_text("draft")
+    page.get_by_label(re.compile("Recipients CSV")).set_input_files(
+        files=[{"name": "recipients.csv", "mimeType": "text/csv",
+                "buffer": b"to_number\n+14155550701\n+14155550702\n+14155550703\n"}])
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_text("Added 3 recipients (0 duplicates).")).to_be_visible()
+    expect(page.locator('[data-count="total"]')).to_have_text("3")
+    expect(page.locator('[data-count="pending"]')).to_have_text("3")
+    expect(page.get_by_role("table", name="Recipients").locator("tbody tr")).to_have_count(3)
+
+    # Every other page opens, with no error.
+    for view, heading in [("numbers", "Phone numbers"), ("webhooks", "Webhooks"),
+                          ("suppressions", "Suppression list"), ("keys", "API keys"),
+                          ("members", "Members"), ("audit", "Audit log")]:
+        page.goto(f"{base}/console/#/{view}")
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+        expect(page.locator(".error")).to_have_count(0)
+    expect(page.get_by_role("table", name="Audit log").locator("tbody tr").first).to_be_visible()
 
     # Stats: one bar per day of the week of calls.
     page.goto(f"{base}/console/#/stats?days=7&until={cfg['until']}")
@@ -120,6 +146,8 @@ with sync_playwright() as p:
         scenario(p)
     except Exception:
         print("problems so far:", *problems, sep="\n")
+        for page in pages:
+            print(f"--- {page.url}:\n{page.locator('main').inner_text()}")
         raise
 
 if problems:

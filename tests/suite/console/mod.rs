@@ -15,6 +15,7 @@ use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::*;
 
 const PYTHON_VAR: &str = "VOICEPLANE_TEST_BROWSER_PYTHON";
+const TWILIO_SID: &str = "AC00000000000000000000000000000001";
 const REQUIRE_VAR: &str = "VOICEPLANE_TEST_REQUIRE_BROWSER";
 
 /// `seconds` of a 440 Hz tone as a 16-bit mono 8 kHz WAV file.
@@ -115,8 +116,12 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
     let chromium =
         std::env::var("VOICEPLANE_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let blobs = Arc::new(OpendalBlobStore::new(BlobConfig::Memory).unwrap());
+    let twilio = wiremock::MockServer::start().await;
+    mount_twilio_account(&twilio, TWILIO_SID, "twilio-token").await;
+    let twilio_url = twilio.uri();
     let server = TestServer::start_with_console(ctx, move |s, base| {
-        s.with_blobs(blobs)
+        s.with_telephony(telephony(&twilio_url))
+            .with_blobs(blobs)
             .with_recording_links(voiceplane_http::Api::recording_links(
                 base,
                 LinkSigner::new(b"console test recording links key"),
@@ -185,6 +190,29 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
+    // A campaign in draft, from a number of a Twilio integration.
+    let integration = c
+        .create(
+            "/api/integrations",
+            twilio_body("Twilio", TWILIO_SID, "twilio-token"),
+        )
+        .await;
+    let number = c
+        .create(
+            "/api/phone-numbers",
+            json!({"phone_number": "+14155550199", "provider": "twilio",
+                   "integration_id": integration["integration_id"]}),
+        )
+        .await;
+    let campaign = c
+        .create(
+            "/api/campaigns",
+            json!({"name": "Renewals", "agent_id": agent_id,
+                   "from_phone_number_ids": [number["phone_number_id"]]}),
+        )
+        .await;
+    assert_eq!(campaign["status"], "draft");
+
     let admin = ctx
         .actor(c.org.as_deref().unwrap(), c.key.as_deref().unwrap())
         .await;
@@ -201,6 +229,7 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
         "user_key": user_key.api_key, "forbidden": refused["detail"],
         "completed": completed, "call": call, "transcript": transcript, "seconds": 2,
         "agent": agent_id, "until": "2025-12-31", "week_calls": sids.len(),
+        "campaign": campaign["name"],
         "screenshot": screenshot,
     });
     let script = concat!(
