@@ -90,9 +90,14 @@ function svg(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A view is built while its requests are answered; when the URL changes before they are, the
+// older view must not land over the newer one: views are staged, and only the latest render
+// puts its own on the page.
+let epoch = 0;
+let staged = null;
+
 function show(...nodes) {
-  main.replaceChildren(...nodes);
-  main.setAttribute("aria-busy", "false");
+  staged = nodes;
 }
 
 function loading() {
@@ -154,7 +159,6 @@ function signIn() {
     message,
   );
   show(form);
-  org.focus();
 }
 
 // ---- Calls ---------------------------------------------------------------------------------
@@ -164,6 +168,10 @@ const CALL_FILTERS = [
   ["call_type", "Type", ["", "inbound", "outbound", "preview"]],
   ["successful", "Successful", ["", "true", "false"]],
   ["agent_id", "Agent id"],
+  ["agent_version", "Agent version"],
+  ["to_number", "To (E.164)"],
+  ["from_number", "From (E.164)"],
+  ["phone_number_id", "Phone number id"],
   ["created_after", "Created after", "date"],
   ["created_before", "Created before", "date"],
   ["q", "Transcript words"],
@@ -344,10 +352,21 @@ async function stats(params) {
   end.setUTCHours(24, 0, 0, 0);
   const start = new Date(end.getTime() - days * 86400000);
   const window = `created_after=${start.toISOString()}&created_before=${end.toISOString()}`;
-  const [byDay, usage] = await Promise.all([
+  const [byDay, byAgent, byStatus, byVersion, usage] = await Promise.all([
     api("GET", `/api/calls/stats?group_by=day&${window}`),
+    api("GET", `/api/calls/stats?group_by=agent&${window}`),
+    api("GET", `/api/calls/stats?group_by=status&${window}`),
+    api("GET", `/api/calls/stats?group_by=agent_version&${window}`),
     api("GET", `/api/usage?${window}`),
   ]);
+  const groups = (label, heading, stats) =>
+    table(label, [
+      [heading, (g) => g.key ?? "—"],
+      ["Calls", (g) => g.calls],
+      ["Cost", (g) => g.total_cost],
+      ["Mean seconds", (g) => (g.avg_duration_seconds === null ? "—" : g.avg_duration_seconds.toFixed(1))],
+      ["Success rate", (g) => (g.success_rate === null ? "—" : `${Math.round(g.success_rate * 100)} %`)],
+    ], stats.data.groups);
   const t = byDay.data.totals;
   const rate = t.success_rate === null ? "—" : `${Math.round(t.success_rate * 100)} %`;
   const form = el(
@@ -377,6 +396,12 @@ async function stats(params) {
     ),
     el("h2", {}, "Calls per day"),
     dayChart(byDay.data.groups),
+    el("h2", {}, "By agent"),
+    groups("Calls by agent", "Agent", byAgent),
+    el("h2", {}, "By status"),
+    groups("Calls by status", "Status", byStatus),
+    el("h2", {}, "By agent version"),
+    groups("Calls by agent version", "Version", byVersion),
   );
 }
 
@@ -395,7 +420,7 @@ async function agents() {
 async function agent(id) {
   const path = `/api/agents/${encodeURIComponent(id)}`;
   const [{ data: a }, versions] = await Promise.all([api("GET", path), api("GET", `${path}/versions?limit=20`)]);
-  const message = el("p", { role: "status" });
+  const message = el("p", { id: "agent-message", role: "status" });
   const prompt = el("textarea", { id: "system_prompt", name: "system_prompt" }, a.system_prompt);
   const say = (text, bad) => {
     message.className = bad ? "error" : "muted";
@@ -425,8 +450,10 @@ async function agent(id) {
       onclick: async () => {
         try {
           const { data } = await api("POST", `${path}/publish`, {});
-          say(`Published version ${data.version}.`);
-          await agent(id);
+          await render();
+          const now = document.getElementById("agent-message");
+          now.className = "muted";
+          now.textContent = `Published version ${data.version}.`;
         } catch (e) {
           say(e.message, true);
         }
@@ -434,11 +461,43 @@ async function agent(id) {
     },
     "Publish",
   );
+  const weights = el("input", {
+    id: "deployment",
+    name: "deployment",
+    value: a.deployment.map((d) => `${d.version}:${d.weight}`).join(", "),
+    placeholder: "1:90, 2:10",
+  });
+  const deploy = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const deployment = weights.value
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean)
+          .map((x) => {
+            const [version, weight] = x.split(":").map((n) => Number(n.trim()));
+            return { version, weight };
+          });
+        try {
+          await api("PATCH", path, { deployment });
+          say("Deployment saved.");
+        } catch (e) {
+          say(e.message, true);
+        }
+      },
+    },
+    el("label", { for: "deployment" }, "Deployment (version:weight, …)", weights),
+    el("button", { type: "submit" }, "Deploy"),
+  );
   show(
     el("h1", {}, a.agent_name),
     el("p", {}, "Published version: ", el("b", { id: "published-version" }, a.published_version ?? "none")),
     save,
     publish,
+    a.published_version ? deploy : null,
     message,
     el("h2", {}, "Versions"),
     versions.data.length
@@ -552,7 +611,7 @@ async function campaign(id) {
         }
         try {
           const { data } = await api("POST", `${path}/recipients`, file.files[0], "text/csv");
-          await campaign(id);
+          await render();
           const now = document.getElementById("message");
           now.className = "muted";
           now.textContent = `Added ${data.added} recipients (${data.duplicates} duplicates).`;
@@ -634,10 +693,32 @@ async function webhooks(params) {
           ["URL", (w) => w.url],
           ["Events", (w) => w.events.join(", ")],
           ["Status", (w) => w.status],
+          ["", (w) => el("a", { href: `#/webhooks/${w.webhook_id}` }, "Deliveries")],
           ["", (w) => actionButton("Send a test", message, async () => (await api("POST", `/api/webhooks/${w.webhook_id}/test`, {}), "Test event queued."))],
         ], page.data)
       : el("p", { class: "muted" }, "No webhook endpoints yet."),
     pager("/webhooks", params, page),
+  );
+}
+
+async function deliveries(id, params) {
+  const path = `/api/webhooks/${encodeURIComponent(id)}`;
+  const [{ data: w }, page] = await Promise.all([api("GET", path), api("GET", `${path}/deliveries?${listQuery(params)}`)]);
+  const message = messageBox();
+  show(
+    el("h1", {}, `Deliveries to ${w.url}`),
+    message,
+    page.data.length
+      ? table("Deliveries", [
+          ["Event", (d) => d.event_type],
+          ["Status", (d) => d.status],
+          ["Attempts", (d) => d.attempts],
+          ["Last answer", (d) => d.last_status_code ?? d.last_error ?? "—"],
+          ["Next attempt", (d) => when(d.next_attempt_at)],
+          ["", (d) => (d.status === "pending" ? "" : actionButton("Retry", message, async () => (await api("POST", `${path}/deliveries/${d.delivery_id}/retry`, {}), "Retrying.")))],
+        ], page.data)
+      : el("p", { class: "muted" }, "No deliveries yet."),
+    pager(`/webhooks/${id}`, params, page),
   );
 }
 
@@ -788,9 +869,13 @@ async function audit(params) {
 // ---- Router --------------------------------------------------------------------------------
 
 async function render() {
+  const mine = ++epoch;
+  staged = null;
   const { parts, params } = route();
   if (parts[0] === "sign-in" || !session.get()) {
     signIn();
+    main.replaceChildren(...staged);
+    main.querySelector("input")?.focus();
     return;
   }
   nav.hidden = false;
@@ -804,6 +889,7 @@ async function render() {
     else if (parts[0] === "campaigns" && parts[1]) await campaign(parts[1]);
     else if (parts[0] === "campaigns") await campaigns(params);
     else if (parts[0] === "numbers") await numbers(params);
+    else if (parts[0] === "webhooks" && parts[1]) await deliveries(parts[1], params);
     else if (parts[0] === "webhooks") await webhooks(params);
     else if (parts[0] === "suppressions") await suppressions(params);
     else if (parts[0] === "keys") await keys(params);
@@ -813,6 +899,9 @@ async function render() {
   } catch (e) {
     failure(e);
   }
+  if (mine !== epoch || staged === null) return;
+  main.replaceChildren(...staged);
+  main.setAttribute("aria-busy", "false");
   main.focus({ preventScroll: true });
 }
 

@@ -96,6 +96,7 @@ def scenario(p):
     expect(page.get_by_text("Draft saved.")).to_be_visible()
     page.get_by_role("button", name="Publish").click()
     expect(page.locator("#published-version")).to_have_text("2")
+    expect(page.get_by_label(re.compile("^Deployment"))).to_have_value("2:100")
     expect(page.get_by_text(re.compile(r"^Version 2 "))).to_be_visible()
 
     # A campaign: recipients uploaded as CSV, and their counts.
@@ -119,11 +120,16 @@ def scenario(p):
         expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
         expect(page.locator(".error")).to_have_count(0)
     expect(page.get_by_role("table", name="Audit log").locator("tbody tr").first).to_be_visible()
+    page.goto(f"{base}/console/#/webhooks")
+    page.get_by_role("link", name="Deliveries").click()
+    expect(page.get_by_role("heading", name="Deliveries to https://example.com/hook")).to_be_visible()
 
     # Stats: one bar per day of the week of calls.
     page.goto(f"{base}/console/#/stats?days=7&until={cfg['until']}")
     expect(page.locator("svg.chart rect.bar")).to_have_count(7)
     expect(page.locator(".card b").first).to_have_text(str(cfg["week_calls"]))
+    expect(page.get_by_role("table", name="Calls by agent", exact=True).locator("tbody tr")).to_have_count(1)
+    expect(page.get_by_role("table", name="Calls by status", exact=True).locator("tbody tr")).to_have_count(2)
     if cfg.get("screenshot"):
         page.screenshot(path=cfg["screenshot"], full_page=True)
 
@@ -147,7 +153,7 @@ with sync_playwright() as p:
     except Exception:
         print("problems so far:", *problems, sep="\n")
         for page in pages:
-            print(f"--- {page.url}:\n{page.locator('main').inner_text()}")
+            print(f"--- {page.url}:\n{page.locator('main').inner_html()[:3000]}")
         raise
 
 if problems:

@@ -212,6 +212,11 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
         )
         .await;
     assert_eq!(campaign["status"], "draft");
+    c.create(
+        "/api/webhooks",
+        json!({"url": "https://example.com/hook", "events": ["*"]}),
+    )
+    .await;
 
     let admin = ctx
         .actor(c.org.as_deref().unwrap(), c.key.as_deref().unwrap())
