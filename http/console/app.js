@@ -307,6 +307,18 @@ async function call(sid) {
   } else {
     parts.push(el("p", { class: c.analysis_status === "failed" ? "error" : "muted" }, c.analysis_status ? `${c.analysis_status}${c.analysis_error ? `: ${c.analysis_error}` : ""}` : "Not analysed."));
   }
+  parts.push(el("h2", {}, "Events"));
+  const history = el("div", {}, el("p", { class: "muted", role: "status" }, "Loading the events…"));
+  parts.push(history);
+  api("GET", `/api/events?resource_id=${encodeURIComponent(sid)}&limit=50`)
+    .then((events) => {
+      history.replaceChildren(
+        events.data.length
+          ? el("ol", { class: "events", reversed: true }, events.data.map((e) => el("li", {}, `${when(e.created_at)} — ${e.type}`)))
+          : el("p", { class: "muted" }, "No events (they expire after the retention period)."),
+      );
+    })
+    .catch((e) => history.replaceChildren(el("p", { class: "muted" }, e.message)));
   parts.push(el("h2", {}, "Cost breakdown"));
   parts.push(
     c.cost_breakdown.length

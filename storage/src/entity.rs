@@ -424,6 +424,7 @@ pub mod event {
         pub event_type: String,
         pub created_at: i64,
         pub data: String,
+        pub resource_id: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -400,6 +400,7 @@ async fn every_operation_records_its_event(ctx: &TestContext) {
 async fn events(service: &Service, actor: &Actor, types: &[EventType]) -> Vec<Event> {
     let filter = EventFilter {
         types: types.to_vec(),
+        ..EventFilter::default()
     };
     let mut out = Vec::new();
     let mut cursor = None;
@@ -621,6 +622,65 @@ async fn the_list_pages_and_filters_by_type(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// `resource_id` keeps one resource's history: a call's creation, changes and recording, and
+/// nothing of another call or of its agent; a malformed id is a 400.
+async fn the_list_filters_by_resource(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Histories").await;
+    let agent = c.create("/api/agents", agent_body("Agent")).await;
+    let call = |status: &'static str| {
+        let c = &c;
+        let agent_id = agent["agent_id"].clone();
+        async move {
+            c.create(
+                "/api/calls",
+                json!({"agent_id": agent_id, "to_number": "+14155550100",
+                       "call_type": "inbound", "status": status}),
+            )
+            .await["call_sid"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let sid = call("in_progress").await;
+    let other = call("queued").await;
+    let (status, _) = c
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/calls/{sid}"),
+            Some(json!({"status": "completed"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = c.get(&format!("/api/events?resource_id={sid}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let history: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(history, ["call.updated", "call.created"]);
+    let (_, body) = c
+        .get(&format!(
+            "/api/events?resource_id={other}&type=call.updated"
+        ))
+        .await;
+    assert!(body["data"].as_array().unwrap().is_empty(), "{body}");
+    let (_, body) = c
+        .get(&format!(
+            "/api/events?resource_id={}",
+            agent["agent_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(body["data"][0]["type"], "agent.created");
+    assert_eq!(body["data"].as_array().unwrap().len(), 1);
+    let (status, _) = c.get("/api/events?resource_id=call%27%20OR%201=1").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    server.stop().await;
+}
+
 async fn the_retention_sweep_deletes_old_events_in_batches(ctx: &TestContext) {
     use voiceplane_core::repo::EventRepository;
     let admin = ctx.admin("Acme").await;
@@ -653,5 +713,6 @@ db_tests!(
     every_operation_records_its_event,
     failed_writes_record_no_event,
     the_list_pages_and_filters_by_type,
+    the_list_filters_by_resource,
     the_retention_sweep_deletes_old_events_in_batches,
 );

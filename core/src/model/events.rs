@@ -238,6 +238,42 @@ pub struct EventFilter {
     /// Only events of these types; repeat the parameter for several. Every type when omitted.
     #[serde(rename = "type", default)]
     pub types: Vec<EventType>,
+    /// Only events about this resource: the id its data carries (`call_…`, `agent_…`, …).
+    #[serde(default, deserialize_with = "crate::page::empty_as_none")]
+    pub resource_id: Option<String>,
+}
+
+impl EventType {
+    /// The field of the data that names the resource an event of this type is about.
+    pub fn resource_field(self) -> &'static str {
+        use EventType::*;
+        match self {
+            CallCreated | CallUpdated | CallDeleted | CallAnalyzed | RecordingReady
+            | RecordingDeleted => "call_sid",
+            DocumentCreated | DocumentProcessed | DocumentDeleted => "documentation_id",
+            AgentCreated | AgentUpdated | AgentDeleted | AgentPublished => "agent_id",
+            ToolCreated | ToolUpdated | ToolDeleted => "tool_id",
+            PhoneNumberCreated | PhoneNumberUpdated | PhoneNumberDeleted => "phone_number_id",
+            IntegrationCreated | IntegrationValidated | IntegrationDeleted => "integration_id",
+            ApiKeyCreated | ApiKeyRevoked => "key_id",
+            MemberAdded | MemberUpdated | MemberRemoved => "membership_id",
+            InvitationCreated | InvitationAccepted | InvitationRevoked => "invite_id",
+            SuppressionCreated | SuppressionDeleted => "suppression_id",
+            CampaignStarted | CampaignPaused | CampaignCompleted | CampaignCanceled => {
+                "campaign_id"
+            }
+            WebhookTest => "webhook_id",
+        }
+    }
+}
+
+impl Event {
+    /// The id of the resource the event is about, as its data names it.
+    pub fn resource_id(&self) -> Option<&str> {
+        self.data
+            .get(self.event_type.resource_field())
+            .and_then(serde_json::Value::as_str)
+    }
 }
 
 #[cfg(test)]

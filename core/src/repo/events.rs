@@ -11,11 +11,12 @@ use crate::time::Timestamp;
 #[async_trait]
 pub trait EventRepository: Send + Sync {
     /// Up to `page.fetch()` events of the organization after the cursor, newest first; only
-    /// those of `types` unless it is empty.
+    /// those of `types` unless it is empty, and only those about `resource_id` when given.
     async fn event_list(
         &self,
         organization_id: &str,
         types: &[EventType],
+        resource_id: Option<&str>,
         page: &PageQuery,
     ) -> Result<Vec<Event>>;
     /// The event, if it belongs to the organization.

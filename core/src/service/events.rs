@@ -22,9 +22,22 @@ impl Service {
         let mut types = filter.types.clone();
         types.sort_by_key(|t| t.as_str());
         types.dedup();
+        let resource_id = filter
+            .resource_id
+            .as_deref()
+            .map(|id| {
+                if id.len() > 100 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                    return Err(Error::invalid(
+                        "resource_id must be a resource's id: letters, digits and `_`, at most \
+                         100 characters",
+                    ));
+                }
+                Ok(id)
+            })
+            .transpose()?;
         let rows = self
             .repo
-            .event_list(&actor.organization_id, &types, &query)
+            .event_list(&actor.organization_id, &types, resource_id, &query)
             .await?;
         Ok(Page::from_rows(rows, &query, |e| {
             cursor_of(e.created_at, &e.event_id)

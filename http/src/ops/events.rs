@@ -17,7 +17,8 @@ pub(crate) const AREA: Area = Area {
 const EVENT_LIST: Operation = Operation::get("/api/events", handler!(event_list)).doc(
     "List events, newest first",
     "Lists the organization's events, newest first, optionally of some `type`s (repeat \
-     the parameter); an unknown type is a 400 naming it. Events are kept for \
+     the parameter); an unknown type is a 400 naming it; `resource_id` keeps the events \
+     about one resource (a call's, say). Events are kept for \
      `events.retention_days`. Needs `events:read` (agent_manager or admin).",
 );
 

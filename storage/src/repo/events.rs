@@ -39,6 +39,7 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
         event_type: Set(event.event_type.as_str().to_owned()),
         created_at: Set(event.created_at.as_micros()),
         data: Set(to_json(&event.data)?),
+        resource_id: Set(event.resource_id().map(str::to_owned)),
     })
     .exec_without_returning(db)
     .await
@@ -69,10 +70,14 @@ impl EventRepository for SeaRepository {
         &self,
         organization_id: &str,
         types: &[EventType],
+        resource_id: Option<&str>,
         page: &PageQuery,
     ) -> Result<Vec<Event>> {
         let mut select =
             event::Entity::find().filter(event::Column::OrganizationId.eq(organization_id));
+        if let Some(id) = resource_id {
+            select = select.filter(event::Column::ResourceId.eq(id));
+        }
         if !types.is_empty() {
             select =
                 select.filter(event::Column::EventType.is_in(types.iter().map(|t| t.as_str())));

@@ -87,6 +87,8 @@ def scenario(p):
     duration = page.evaluate("() => document.querySelector('audio').duration")
     assert abs(duration - cfg["seconds"]) < 0.1, duration
     expect(page.get_by_role("table", name="Cost breakdown").locator("tbody tr")).to_have_count(1)
+    expect(page.locator("ol.events li").first).to_contain_text("call.updated")
+    expect(page.locator("ol.events li").last).to_contain_text("call.created")
 
     # An agent: edit the draft's prompt and publish it: version 2.
     page.goto(f"{base}/console/#/agents/{cfg['agent']}")

@@ -164,7 +164,10 @@ pub(super) async fn transcript_len(ctx: &TestContext, sid: &str) -> i64 {
 }
 
 pub(super) async fn events(ctx: &TestContext, admin: &Actor, t: EventType) -> Vec<Value> {
-    let filter = EventFilter { types: vec![t] };
+    let filter = EventFilter {
+        types: vec![t],
+        ..EventFilter::default()
+    };
     ctx.service
         .event_list(admin, &filter, &PageParams::default())
         .await
