@@ -13,15 +13,16 @@ const session = {
   get() {
     const org = sessionStorage.getItem("voiceplane.org");
     const key = sessionStorage.getItem("voiceplane.key");
-    return org && key ? { org, key } : null;
+    const kind = sessionStorage.getItem("voiceplane.kind") || "key";
+    return org && key ? { org, key, kind } : null;
   },
-  set(org, key) {
+  set(org, key, kind) {
     sessionStorage.setItem("voiceplane.org", org);
     sessionStorage.setItem("voiceplane.key", key);
+    sessionStorage.setItem("voiceplane.kind", kind);
   },
   clear() {
-    sessionStorage.removeItem("voiceplane.org");
-    sessionStorage.removeItem("voiceplane.key");
+    for (const item of ["org", "key", "kind"]) sessionStorage.removeItem(`voiceplane.${item}`);
   },
 };
 
@@ -37,7 +38,8 @@ async function api(method, path, body, contentType) {
   const s = session.get();
   const headers = { Accept: "application/json" };
   if (s) {
-    headers["X-API-Key"] = s.key;
+    if (s.kind === "bearer") headers.Authorization = `Bearer ${s.key}`;
+    else headers["X-API-Key"] = s.key;
     headers["X-Organization-Id"] = s.org;
   }
   let payload;
@@ -134,6 +136,12 @@ function when(value) {
 function signIn() {
   nav.hidden = true;
   const org = el("input", { id: "org", name: "org", required: true, autocomplete: "username" });
+  const kind = el(
+    "select",
+    { id: "kind", name: "kind" },
+    el("option", { value: "key" }, "API key"),
+    el("option", { value: "bearer" }, "Bearer token (JWT of your identity provider)"),
+  );
   const key = el("input", { id: "key", name: "key", type: "password", required: true, autocomplete: "current-password" });
   const message = el("p", { role: "alert" });
   const form = el(
@@ -141,7 +149,7 @@ function signIn() {
     {
       onsubmit: async (event) => {
         event.preventDefault();
-        session.set(org.value.trim(), key.value.trim());
+        session.set(org.value.trim(), key.value.trim(), kind.value);
         try {
           await api("GET", "/api/calls?limit=1");
           go("/calls");
@@ -154,7 +162,8 @@ function signIn() {
     },
     el("h1", {}, "Sign in"),
     el("label", { for: "org" }, "Organization id", org),
-    el("label", { for: "key" }, "API key", key),
+    el("label", { for: "kind" }, "Sign in with", kind),
+    el("label", { for: "key" }, "API key or token", key),
     el("p", {}, el("button", { type: "submit" }, "Sign in")),
     message,
   );
@@ -588,9 +597,50 @@ function listQuery(params, limit = 20) {
 }
 
 async function campaigns(params) {
-  const page = await api("GET", `/api/campaigns?${listQuery(params)}`);
+  const [page, agentsPage, numbersPage] = await Promise.all([
+    api("GET", `/api/campaigns?${listQuery(params)}`),
+    api("GET", "/api/agents?limit=100"),
+    api("GET", "/api/phone-numbers?limit=100"),
+  ]);
+  const message = messageBox();
+  const name = el("input", { id: "campaign-name", name: "name", required: true });
+  const agentSelect = el("select", { id: "campaign-agent", name: "agent_id" }, agentsPage.data.map((a) => el("option", { value: a.agent_id }, a.agent_name)));
+  const from = el(
+    "select",
+    { id: "campaign-numbers", name: "from_phone_number_ids", multiple: true },
+    numbersPage.data.filter((n) => n.supports_outbound).map((n) => el("option", { value: n.phone_number_id }, n.phone_number)),
+  );
+  const concurrency = el("input", { id: "campaign-concurrency", name: "max_concurrency", type: "number", min: 1, max: 100, value: 1 });
+  const create = el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          const { data } = await api("POST", "/api/campaigns", {
+            name: name.value.trim(),
+            agent_id: agentSelect.value,
+            from_phone_number_ids: [...from.selectedOptions].map((o) => o.value),
+            max_concurrency: Number(concurrency.value),
+          });
+          go(`/campaigns/${data.campaign_id}`);
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    el("label", { for: "campaign-name" }, "Name", name),
+    el("label", { for: "campaign-agent" }, "Agent", agentSelect),
+    el("label", { for: "campaign-numbers" }, "From numbers", from),
+    el("label", { for: "campaign-concurrency" }, "Calls at once", concurrency),
+    el("button", { type: "submit" }, "Create campaign"),
+  );
   show(
     el("h1", {}, "Campaigns"),
+    create,
+    message,
     page.data.length
       ? table("Campaigns", [
           ["Name", (c) => el("a", { href: `#/campaigns/${c.campaign_id}` }, c.name)],
@@ -637,6 +687,26 @@ async function campaign(id) {
     el("button", { type: "submit" }, "Upload"),
   );
   const counts = Object.entries(c.counts);
+  if (c.status === "running") {
+    // Live counts: read again every 5 s while this view is shown and the campaign runs; only
+    // the counts and the status change, so a form being filled in is left alone.
+    const shown = location.hash;
+    const refresh = async () => {
+      if (location.hash !== shown) return;
+      try {
+        const { data } = await api("GET", path);
+        document.getElementById("campaign-status").textContent = data.status;
+        for (const [k, v] of Object.entries(data.counts)) {
+          const cell = document.querySelector(`[data-count="${k}"]`);
+          if (cell) cell.textContent = String(v);
+        }
+        if (data.status === "running") setTimeout(refresh, 5000);
+      } catch {
+        // The next visit shows the error; a failed refresh leaves the last counts.
+      }
+    };
+    setTimeout(refresh, 5000);
+  }
   show(
     el("h1", {}, c.name),
     el("p", {}, "Status: ", el("b", { id: "campaign-status" }, c.status), c.paused_reason ? ` (${c.paused_reason})` : ""),

@@ -30,11 +30,12 @@ def watched(browser, width):
     return page
 
 
-def sign_in(page, key):
+def sign_in(page, key, kind="API key"):
     page.goto(f"{base}/console")
     expect(page).to_have_url(f"{base}/console/")
     page.get_by_label("Organization id").fill(cfg["org"])
-    page.get_by_label("API key").fill(key)
+    page.get_by_label("Sign in with").select_option(label=kind)
+    page.get_by_label("API key or token").fill(key)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("table", name="Calls")).to_be_visible()
 
@@ -46,7 +47,7 @@ def scenario(p):
     # A wrong key shows the API's sentence.
     page.goto(f"{base}/console/")
     page.get_by_label("Organization id").fill(cfg["org"])
-    page.get_by_label("API key").fill("vpk_wrong")
+    page.get_by_label("API key or token").fill("vpk_wrong")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).not_to_be_empty()
     problems.clear()  # the browser logs the 401 it was answered; that is the point here
@@ -101,7 +102,13 @@ def scenario(p):
     expect(page.get_by_label(re.compile("^Deployment"))).to_have_value("2:100")
     expect(page.get_by_text(re.compile(r"^Version 2 "))).to_be_visible()
 
-    # A campaign: recipients uploaded as CSV, and their counts.
+    # A campaign created from the console, then one with recipients uploaded as CSV.
+    page.goto(f"{base}/console/#/campaigns")
+    page.get_by_label("Name").fill("Winback")
+    page.get_by_label("From numbers").select_option(label="+14155550199")
+    page.get_by_role("button", name="Create campaign").click()
+    expect(page.get_by_role("heading", name="Winback")).to_be_visible()
+    expect(page.locator("#campaign-status")).to_have_text("draft")
     page.goto(f"{base}/console/#/campaigns")
     page.get_by_role("link", name=cfg["campaign"]).click()
     expect(page.locator("#campaign-status")).to_have_text("draft")
@@ -134,6 +141,10 @@ def scenario(p):
     expect(page.get_by_role("table", name="Calls by status", exact=True).locator("tbody tr")).to_have_count(2)
     if cfg.get("screenshot"):
         page.screenshot(path=cfg["screenshot"], full_page=True)
+
+    # A member signs in with the identity provider's token.
+    member = watched(browser, 800)
+    sign_in(member, cfg["jwt"], "Bearer token (JWT of your identity provider)")
 
     # A `user` key may read but not publish: the API's sentence is shown.
     user = watched(browser, 375)

@@ -128,7 +128,8 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
             ))
     })
     .await;
-    let c = ApiCaller::bootstrap(ctx, &server, "Console Co").await;
+    let boot = ctx.bootstrap("Console Co").await;
+    let c = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
     let agent = c.create("/api/agents", agent_body("Receptionist")).await;
     let agent_id = agent["agent_id"].as_str().unwrap().to_owned();
     let (status, body) = c
@@ -234,7 +235,7 @@ async fn the_console_runs_in_a_browser(ctx: &TestContext) {
         "user_key": user_key.api_key, "forbidden": refused["detail"],
         "completed": completed, "call": call, "transcript": transcript, "seconds": 2,
         "agent": agent_id, "until": "2025-12-31", "week_calls": sids.len(),
-        "campaign": campaign["name"],
+        "campaign": campaign["name"], "jwt": jwt_for(&boot.user_id, None, 3600),
         "screenshot": screenshot,
     });
     let script = concat!(
