@@ -586,6 +586,34 @@ function actionButton(text, message, action, secondary = true) {
   );
 }
 
+/** A form of `fields` (`[id, label, control]`) whose submit runs `submit()`, draws the view
+ * again and says what `submit` answered, or shows the API's sentence in `message`. */
+function actionForm(button, fields, message, submit) {
+  return el(
+    "form",
+    {
+      class: "filters",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          const said = await submit();
+          await render();
+          const now = document.getElementById("message");
+          if (now && said) {
+            now.className = "muted";
+            now.textContent = said;
+          }
+        } catch (e) {
+          message.className = "error";
+          message.textContent = e.message;
+        }
+      },
+    },
+    fields.map(([id, label, control]) => el("label", { for: id }, label, control)),
+    el("button", { type: "submit" }, button),
+  );
+}
+
 function messageBox() {
   return el("p", { id: "message", role: "status" });
 }
@@ -739,8 +767,39 @@ async function numbers(params) {
     api("GET", "/api/integrations?limit=100"),
   ]);
   const message = messageBox();
+  const integrationName = el("input", { id: "integration-name", name: "name", required: true });
+  const provider = el("select", { id: "integration-provider", name: "provider" }, el("option", { value: "twilio" }, "twilio"), el("option", { value: "telnyx" }, "telnyx"));
+  const credentials = el("textarea", { id: "integration-credentials", name: "credentials", placeholder: '{"account_sid": "AC…", "auth_token": "…"}' });
+  const addIntegration = actionForm(
+    "Add integration",
+    [["integration-name", "Name", integrationName], ["integration-provider", "Provider", provider], ["integration-credentials", "Credentials (JSON)", credentials]],
+    message,
+    async () => {
+      let parsed;
+      try {
+        parsed = JSON.parse(credentials.value);
+      } catch {
+        throw new Error("Credentials must be a JSON object, e.g. {\"account_sid\": \"AC…\", \"auth_token\": \"…\"}.");
+      }
+      await api("POST", "/api/integrations", { name: integrationName.value.trim(), provider: provider.value, category: "telephony", credentials: parsed });
+      return "Integration added.";
+    },
+  );
+  const newNumber = el("input", { id: "number-e164", name: "phone_number", required: true, placeholder: "+14155550123" });
+  const numberIntegration = el("select", { id: "number-integration", name: "integration_id" }, el("option", { value: "" }, "none"), integrations.data.map((i) => el("option", { value: i.integration_id }, i.name)));
+  const numberProvider = el("select", { id: "number-provider", name: "provider" }, el("option", { value: "twilio" }, "twilio"), el("option", { value: "telnyx" }, "telnyx"));
+  const addNumber = actionForm("Add number", [["number-e164", "Number (E.164)", newNumber], ["number-provider", "Provider", numberProvider], ["number-integration", "Integration", numberIntegration]], message, async () => {
+    const chosen = integrations.data.find((i) => i.integration_id === numberIntegration.value);
+    await api("POST", "/api/phone-numbers", {
+      phone_number: newNumber.value.trim(),
+      integration_id: chosen ? chosen.integration_id : undefined,
+      provider: chosen ? chosen.provider : numberProvider.value,
+    });
+    return "Number added.";
+  });
   show(
     el("h1", {}, "Phone numbers"),
+    addNumber,
     message,
     page.data.length
       ? table("Phone numbers", [
@@ -753,6 +812,7 @@ async function numbers(params) {
       : el("p", { class: "muted" }, "No phone numbers yet."),
     pager("/numbers", params, page),
     el("h2", {}, "Integrations"),
+    addIntegration,
     integrations.data.length
       ? table("Integrations", [
           ["Name", (i) => i.name],
@@ -767,8 +827,16 @@ async function numbers(params) {
 async function webhooks(params) {
   const page = await api("GET", `/api/webhooks?${listQuery(params)}`);
   const message = messageBox();
+  const url = el("input", { id: "webhook-url", name: "url", type: "url", required: true, placeholder: "https://example.com/hooks" });
+  const events = el("input", { id: "webhook-events", name: "events", value: "*" });
+  const add = actionForm("Add endpoint", [["webhook-url", "URL", url], ["webhook-events", "Event types (comma-separated, * for all)", events]], message, async () => {
+    const list = events.value.split(",").map((x) => x.trim()).filter(Boolean);
+    const { data } = await api("POST", "/api/webhooks", { url: url.value.trim(), events: list });
+    return `Endpoint added. Its signing secret (shown once): ${data.secret}`;
+  });
   show(
     el("h1", {}, "Webhooks"),
+    add,
     message,
     page.data.length
       ? table("Webhook endpoints", [
@@ -897,8 +965,17 @@ async function members() {
     api("GET", "/api/auth/organizations/members"),
     api("GET", "/api/auth/organizations/invitations"),
   ]);
+  const message = messageBox();
+  const email = el("input", { id: "invite-email", name: "email", type: "email", required: true });
+  const role = el("select", { id: "invite-role", name: "role" }, ["user", "agent_manager", "admin"].map((r) => el("option", { value: r }, r)));
+  const invite = actionForm("Invite", [["invite-email", "E-mail", email], ["invite-role", "Role", role]], message, async () => {
+    await api("POST", "/api/auth/organizations/invitations", { email: email.value.trim(), role: role.value });
+    return `Invited ${email.value.trim()}.`;
+  });
   show(
     el("h1", {}, "Members"),
+    invite,
+    message,
     table("Members", [
       ["Name", (m) => m.name || "—"],
       ["E-mail", (m) => m.email],
@@ -911,6 +988,7 @@ async function members() {
           ["E-mail", (i) => i.email],
           ["Role", (i) => i.role],
           ["Expires", (i) => when(i.expires_at)],
+          ["", (i) => actionButton("Revoke", message, async () => (await api("DELETE", `/api/auth/organizations/invitations/${i.invite_id}`), "Invitation revoked."))],
         ], invitations.invitations)
       : el("p", { class: "muted" }, "None."),
   );

@@ -129,8 +129,22 @@ def scenario(p):
         expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
         expect(page.locator(".error")).to_have_count(0)
     expect(page.get_by_role("table", name="Audit log").locator("tbody tr").first).to_be_visible()
+    # Forms of the other pages: each adds through the API and says so.
+    page.goto(f"{base}/console/#/members")
+    page.get_by_label("E-mail").fill("new.hire@example.com")
+    page.get_by_role("button", name="Invite").click()
+    expect(page.get_by_text("Invited new.hire@example.com.")).to_be_visible()
+    expect(page.get_by_role("table", name="Invitations").locator("tbody tr")).to_have_count(1)
+    page.goto(f"{base}/console/#/numbers")
+    page.get_by_label("Number (E.164)").fill("+14155550177")
+    page.get_by_role("button", name="Add number").click()
+    expect(page.get_by_text("Number added.")).to_be_visible()
+    expect(page.get_by_role("table", name="Phone numbers")).to_contain_text("+14155550177")
     page.goto(f"{base}/console/#/webhooks")
-    page.get_by_role("link", name="Deliveries").click()
+    page.get_by_label("URL").fill("https://example.org/second")
+    page.get_by_role("button", name="Add endpoint").click()
+    expect(page.get_by_text(re.compile("shown once\\): whsec_"))).to_be_visible()
+    page.get_by_role("row", name="https://example.com/hook").get_by_role("link", name="Deliveries").click()
     expect(page.get_by_role("heading", name="Deliveries to https://example.com/hook")).to_be_visible()
 
     # Stats: one bar per day of the week of calls.
