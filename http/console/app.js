@@ -447,19 +447,47 @@ async function agent(id) {
     message.className = bad ? "error" : "muted";
     message.textContent = text;
   };
+  // The draft's fields: text as typed, numbers and switches by their kind.
+  const DRAFT = [
+    ["agent_name", "Name", "text"],
+    ["language", "Language", "text"],
+    ["stt_provider", "Speech-to-text provider", "text"],
+    ["tts_provider", "Text-to-speech provider", ["provider_one", "provider_two"]],
+    ["tts_voice", "Voice", "text"],
+    ["llm_provider", "LLM provider", "text"],
+    ["llm_model", "LLM model", "text"],
+    ["llm_temperature", "Temperature", "number"],
+    ["speak_first", "Speaks first", "checkbox"],
+    ["end_call_tool", "May end the call", "checkbox"],
+    ["recording_enabled", "Records calls", "checkbox"],
+    ["voicemail_detection", "Detects voicemail", "checkbox"],
+  ];
+  const controls = DRAFT.map(([name, label, kind]) => {
+    const id = `agent-${name}`;
+    let control;
+    if (Array.isArray(kind)) control = el("select", { id, name }, kind.map((v) => el("option", { value: v, selected: a[name] === v }, v)));
+    else if (kind === "checkbox") control = el("input", { id, name, type: "checkbox", checked: a[name] });
+    else control = el("input", { id, name, type: kind, step: kind === "number" ? "0.1" : null, value: a[name] });
+    return [name, kind, el("label", { for: id, class: kind === "checkbox" ? "check" : null }, label, control), control];
+  });
   const save = el(
     "form",
     {
       onsubmit: async (event) => {
         event.preventDefault();
+        const change = { system_prompt: prompt.value };
+        for (const [name, kind, , control] of controls) {
+          change[name] = kind === "checkbox" ? control.checked : kind === "number" ? Number(control.value) : control.value;
+        }
         try {
-          await api("PATCH", path, { system_prompt: prompt.value });
+          await api("PATCH", path, change);
           say("Draft saved.");
         } catch (e) {
           say(e.message, true);
         }
       },
     },
+    el("div", { class: "filters" }, controls.map(([, , label]) => label)),
     el("label", { for: "system_prompt" }, "System prompt (draft)", prompt),
     el("p", {}, el("button", { type: "submit" }, "Save draft")),
   );

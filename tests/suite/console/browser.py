@@ -95,8 +95,18 @@ def scenario(p):
     page.goto(f"{base}/console/#/agents/{cfg['agent']}")
     expect(page.locator("#published-version")).to_have_text("1")
     page.get_by_label("System prompt (draft)").fill("You are the second version.")
+    page.get_by_label("LLM model").fill("gpt-4o")
+    page.get_by_label("Records calls").check()
     page.get_by_role("button", name="Save draft").click()
     expect(page.get_by_text("Draft saved.")).to_be_visible()
+    # A refused value shows the API's sentence and changes nothing.
+    page.get_by_label("Temperature").fill("7")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.locator("#agent-message.error")).to_contain_text("llm_temperature")
+    problems[:] = [p for p in problems if "400" not in p]
+    page.reload()
+    expect(page.get_by_label("LLM model")).to_have_value("gpt-4o")
+    expect(page.get_by_label("Records calls")).to_be_checked()
     page.get_by_role("button", name="Publish").click()
     expect(page.locator("#published-version")).to_have_text("2")
     expect(page.get_by_label(re.compile("^Deployment"))).to_have_value("2:100")
