@@ -428,13 +428,14 @@ async function stats(params) {
 
 // ---- Agents --------------------------------------------------------------------------------
 
-async function agents() {
-  const page = await api("GET", "/api/agents?limit=100");
+async function agents(params) {
+  const page = await api("GET", `/api/agents?${listQuery(params)}`);
   show(
     el("h1", {}, "Agents"),
     page.data.length
       ? el("ul", {}, page.data.map((a) => el("li", {}, el("a", { href: `#/agents/${a.agent_id}` }, a.agent_name), ` — version ${a.published_version ?? "never published"}`)))
       : el("p", { class: "muted" }, "No agents yet."),
+    pager("/agents", params, page),
   );
 }
 
@@ -711,9 +712,9 @@ async function campaigns(params) {
   );
 }
 
-async function campaign(id) {
+async function campaign(id, params) {
   const path = `/api/campaigns/${encodeURIComponent(id)}`;
-  const [{ data: c }, recipients] = await Promise.all([api("GET", path), api("GET", `${path}/recipients?limit=50`)]);
+  const [{ data: c }, recipients] = await Promise.all([api("GET", path), api("GET", `${path}/recipients?${listQuery(params, 50)}`)]);
   const message = messageBox();
   const file = el("input", { id: "recipients-csv", name: "csv", type: "file", accept: ".csv,text/csv" });
   const upload = el(
@@ -786,6 +787,7 @@ async function campaign(id) {
           ["Outcome", (r) => r.last_outcome || "—"],
         ], recipients.data)
       : el("p", { class: "muted" }, "No recipients yet."),
+    pager(`/campaigns/${id}`, params, recipients),
   );
 }
 
@@ -1073,8 +1075,8 @@ async function render() {
     else if (parts[0] === "calls") await calls(params);
     else if (parts[0] === "stats") await stats(params);
     else if (parts[0] === "agents" && parts[1]) await agent(parts[1]);
-    else if (parts[0] === "agents") await agents();
-    else if (parts[0] === "campaigns" && parts[1]) await campaign(parts[1]);
+    else if (parts[0] === "agents") await agents(params);
+    else if (parts[0] === "campaigns" && parts[1]) await campaign(parts[1], params);
     else if (parts[0] === "campaigns") await campaigns(params);
     else if (parts[0] === "numbers") await numbers(params);
     else if (parts[0] === "webhooks" && parts[1]) await deliveries(parts[1], params);

@@ -166,13 +166,26 @@ def scenario(p):
     if cfg.get("screenshot"):
         page.screenshot(path=cfg["screenshot"], full_page=True)
 
-    # A member signs in with the identity provider's token.
+    # A member signs in with the identity provider's token, by keyboard alone: the first field
+    # has the focus, Tab moves on, the arrow keys choose, Enter submits.
     member = watched(browser, 800)
-    sign_in(member, cfg["jwt"], "Bearer token (JWT of your identity provider)")
+    member.goto(f"{base}/console/")
+    expect(member.get_by_label("Organization id")).to_be_focused()
+    member.keyboard.type(cfg["org"])
+    member.keyboard.press("Tab")
+    member.keyboard.press("ArrowDown")
+    member.keyboard.press("Tab")
+    member.keyboard.type(cfg["jwt"])
+    member.keyboard.press("Enter")
+    expect(member.get_by_role("table", name="Calls")).to_be_visible()
+    # The view has the focus once drawn: the next Tab is its first filter.
+    member.keyboard.press("Tab")
+    expect(member.get_by_label("Status")).to_be_focused()
 
     # A `user` key may read but not publish: the API's sentence is shown.
     user = watched(browser, 375)
     sign_in(user, cfg["user_key"])
+    assert user.evaluate("() => document.documentElement.scrollWidth") <= 375
     user.goto(f"{base}/console/#/agents/{cfg['agent']}")
     user.get_by_role("button", name="Publish").click()
     expect(user.get_by_text(cfg["forbidden"])).to_be_visible()
