@@ -22,7 +22,7 @@ use voiceplane_core::webhooks::TargetPolicy;
 use voiceplane_core::{Error, Result};
 
 use crate::webhooks::{allowed_literal, guarded};
-use crate::{BuildError, Call, endpoint};
+use crate::{BuildError, Call, openai_endpoint};
 
 const PROVIDER: &str = "the analysis model";
 
@@ -80,15 +80,7 @@ struct Message {
 
 /// `…/v1/chat/completions` under `base`, whether or not `base` already ends in `/v1`.
 fn completions_url(base: &Url) -> Url {
-    let ends_in_v1 = base
-        .path_segments()
-        .and_then(|mut segments| segments.rfind(|s| !s.is_empty()))
-        .is_some_and(|last| last.eq_ignore_ascii_case("v1"));
-    if ends_in_v1 {
-        endpoint(base, &["chat", "completions"])
-    } else {
-        endpoint(base, &["v1", "chat", "completions"])
-    }
+    openai_endpoint(base, &["chat", "completions"])
 }
 
 impl HttpChatCompletions {

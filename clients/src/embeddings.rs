@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use voiceplane_core::knowledge::Embedder;
 use voiceplane_core::{Error, Result};
 
-use crate::{BuildError, Call, HttpClient, base_url, endpoint, non_empty};
+use crate::{BuildError, Call, HttpClient, base_url, non_empty, openai_endpoint};
 
 const PROVIDER: &str = "the embeddings provider";
 
@@ -131,15 +131,7 @@ struct Embedding {
 
 /// `…/v1/embeddings` under `base`, whether or not `base` already ends in `/v1`.
 fn embeddings_url(base: &Url) -> Url {
-    let ends_in_v1 = base
-        .path_segments()
-        .and_then(|mut segments| segments.rfind(|s| !s.is_empty()))
-        .is_some_and(|last| last.eq_ignore_ascii_case("v1"));
-    if ends_in_v1 {
-        endpoint(base, &["embeddings"])
-    } else {
-        endpoint(base, &["v1", "embeddings"])
-    }
+    openai_endpoint(base, &["embeddings"])
 }
 
 /// The vectors of one batch of `expected` inputs, in input order; `dimensions` is the

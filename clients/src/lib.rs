@@ -171,6 +171,21 @@ fn endpoint(base: &Url, segments: &[&str]) -> Url {
     url
 }
 
+/// `…/v1/{segments}` under an OpenAI-compatible `base`, whether or not `base` already ends in
+/// `/v1` (servers document their root both ways): never `…/v1/v1/…`.
+fn openai_endpoint(base: &Url, segments: &[&str]) -> Url {
+    let ends_in_v1 = base
+        .path_segments()
+        .and_then(|mut s| s.rfind(|s| !s.is_empty()))
+        .is_some_and(|last| last.eq_ignore_ascii_case("v1"));
+    let mut path = Vec::with_capacity(segments.len() + 1);
+    if !ends_in_v1 {
+        path.push("v1");
+    }
+    path.extend_from_slice(segments);
+    endpoint(base, &path)
+}
+
 /// A duration as a caller reads it: "10 seconds", "1.5 seconds", "200 ms".
 fn human(d: Duration) -> String {
     if d.as_millis() < 1000 {
