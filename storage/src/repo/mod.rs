@@ -61,21 +61,28 @@ fn keyset<E: EntityTrait>(
         .limit(page.fetch())
 }
 
+/// `sql`, written with `$n` parameters, as a statement in the dialect of `backend` (SQLite
+/// numbers them `?n`).
+pub(crate) fn statement(
+    backend: sea_orm::DatabaseBackend,
+    sql: &str,
+    values: impl IntoIterator<Item = sea_orm::Value>,
+) -> sea_orm::Statement {
+    let sql = match backend {
+        sea_orm::DatabaseBackend::Postgres => sql.to_owned(),
+        _ => sql.replace('$', "?"),
+    };
+    sea_orm::Statement::from_sql_and_values(backend, sql, values)
+}
+
 /// Runs `sql`, written with `$n` parameters, in the dialect of `db`; returns the rows changed.
 pub(crate) async fn execute<C: ConnectionTrait>(
     db: &C,
     sql: &str,
     values: Vec<sea_orm::Value>,
 ) -> Result<u64> {
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        sea_orm::DatabaseBackend::Postgres => sql.to_owned(),
-        _ => sql.replace('$', "?"),
-    };
     Ok(db
-        .execute_raw(sea_orm::Statement::from_sql_and_values(
-            backend, sql, values,
-        ))
+        .execute_raw(statement(db.get_database_backend(), sql, values))
         .await
         .map_err(db_err)?
         .rows_affected())

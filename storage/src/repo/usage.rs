@@ -17,7 +17,7 @@ use voiceplane_core::repo::{Change, UsageRepository};
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
-use super::{execute, one, record_audit};
+use super::{execute, one, record_audit, statement};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, to_json};
 use crate::entity::{call_usage, organization, price_book};
@@ -86,16 +86,10 @@ pub(super) async fn refuse_out_of_credit<C: ConnectionTrait>(
     struct Spent {
         credits: f64,
     }
-    let backend = db.get_database_backend();
-    let sql = "SELECT credits FROM credit_months WHERE organization_id = $1 AND month = $2";
-    let sql = match backend {
-        DbBackend::Postgres => sql.to_owned(),
-        _ => sql.replace('$', "?"),
-    };
     let month = month_of(now);
-    let spent = Spent::find_by_statement(Statement::from_sql_and_values(
-        backend,
-        sql,
+    let spent = Spent::find_by_statement(statement(
+        db.get_database_backend(),
+        "SELECT credits FROM credit_months WHERE organization_id = $1 AND month = $2",
         [organization_id.into(), month.clone().into()],
     ))
     .one(db)
@@ -202,12 +196,7 @@ pub fn report_statement(
             ));
         }
     }
-    let sql = parts.join(" UNION ALL ");
-    let sql = match backend {
-        DbBackend::Postgres => sql,
-        _ => sql.replace('$', "?"),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
+    statement(backend, &parts.join(" UNION ALL "), values)
 }
 
 /// `YYYY-MM-DD` of an integer day number since the epoch.
