@@ -215,50 +215,24 @@ async function calls(params) {
     }
     go("/calls", next);
   });
-  const query = new URLSearchParams(params);
-  if (!query.has("limit")) query.set("limit", "20");
-  const page = await api("GET", `/api/calls?${query}`);
-  const rows = page.data.map((c) =>
-    el(
-      "tr",
-      {},
-      el("td", {}, el("a", { href: `#/calls/${c.call_sid}` }, c.call_sid)),
-      el("td", {}, c.status),
-      el("td", {}, c.call_type),
-      el("td", {}, c.agent_name || c.agent_id),
-      el("td", {}, c.to_number),
-      el("td", {}, when(c.created_at)),
-      el("td", {}, c.duration_seconds ?? "—"),
-      el("td", {}, c.total_cost),
-      el("td", {}, c.analysis ? String(c.analysis.successful ?? "—") : "—"),
-    ),
-  );
-  const table = el(
-    "div",
-    { class: "table-wrap" },
-    el(
-      "table",
-      { "aria-label": "Calls" },
-      el("thead", {}, el("tr", {}, ["Call", "Status", "Type", "Agent", "To", "Created", "Seconds", "Cost", "Successful"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, rows),
-    ),
-  );
-  const pager = el("div", { class: "pager" });
-  if (params.has("cursor")) {
-    const first = new URLSearchParams(params);
-    first.delete("cursor");
-    pager.append(el("a", { href: `#/calls${first.size ? `?${first}` : ""}` }, "First page"));
-  }
-  if (page.pagination && page.pagination.next_cursor) {
-    const next = new URLSearchParams(params);
-    next.set("cursor", page.pagination.next_cursor);
-    pager.append(el("a", { href: `#/calls?${next}`, rel: "next" }, "Next page"));
-  }
+  const page = await api("GET", `/api/calls?${listQuery(params)}`);
   show(
     el("h1", {}, "Calls"),
     form,
-    page.data.length ? table : el("p", { class: "muted" }, "No calls match these filters."),
-    pager,
+    page.data.length
+      ? table("Calls", [
+          ["Call", (c) => el("a", { href: `#/calls/${c.call_sid}` }, c.call_sid)],
+          ["Status", (c) => c.status],
+          ["Type", (c) => c.call_type],
+          ["Agent", (c) => c.agent_name || c.agent_id],
+          ["To", (c) => c.to_number],
+          ["Created", (c) => when(c.created_at)],
+          ["Seconds", (c) => c.duration_seconds ?? "—"],
+          ["Cost", (c) => c.total_cost],
+          ["Successful", (c) => (c.analysis ? String(c.analysis.successful ?? "—") : "—")],
+        ], page.data)
+      : el("p", { class: "muted" }, "No calls match these filters."),
+    pager("/calls", params, page),
   );
 }
 
@@ -331,16 +305,14 @@ async function call(sid) {
   parts.push(el("h2", {}, "Cost breakdown"));
   parts.push(
     c.cost_breakdown.length
-      ? el(
-          "div",
-          { class: "table-wrap" },
-          el(
-            "table",
-            { "aria-label": "Cost breakdown" },
-            el("thead", {}, el("tr", {}, ["Component", "Provider", "Model", "Quantity", "Unit", "Credits"].map((h) => el("th", { scope: "col" }, h)))),
-            el("tbody", {}, c.cost_breakdown.map((i) => el("tr", {}, [i.component, i.provider, i.model || "—", i.quantity, i.unit, i.credits ?? "—"].map((v) => el("td", {}, v))))),
-          ),
-        )
+      ? table("Cost breakdown", [
+          ["Component", (i) => i.component],
+          ["Provider", (i) => i.provider],
+          ["Model", (i) => i.model || "—"],
+          ["Quantity", (i) => i.quantity],
+          ["Unit", (i) => i.unit],
+          ["Credits", (i) => i.credits ?? "—"],
+        ], c.cost_breakdown)
       : el("p", { class: "muted" }, "No usage recorded."),
   );
   show(...parts);
@@ -556,7 +528,7 @@ async function agent(id) {
   );
 }
 
-// ---- Lists of the other resources ----------------------------------------------------------
+// ---- Tables, pagers and actions every view uses; then the other resources -----------------
 
 /** A table of `rows` under `label`, one column per `[heading, value(row)]`. */
 function table(label, columns, rows) {
@@ -596,23 +568,27 @@ function actionButton(text, message, action, secondary = true) {
     {
       type: "button",
       class: secondary ? "secondary" : null,
-      onclick: async () => {
-        try {
-          const said = await action();
-          await render();
-          const now = document.getElementById("message");
-          if (now && said) {
-            now.className = "muted";
-            now.textContent = said;
-          }
-        } catch (e) {
-          message.className = "error";
-          message.textContent = e.message;
-        }
-      },
+      onclick: () => act(message, action),
     },
     text,
   );
+}
+
+/** Runs `action`, draws the view again and says what `action` answered in the new view's
+ * message, or shows the API's sentence in `message` (the view is left as it was). */
+async function act(message, action) {
+  try {
+    const said = await action();
+    await render();
+    const now = document.getElementById("message");
+    if (now && said) {
+      now.className = "muted";
+      now.textContent = said;
+    }
+  } catch (e) {
+    message.className = "error";
+    message.textContent = e.message;
+  }
 }
 
 /** A form of `fields` (`[id, label, control]`) whose submit runs `submit()`, draws the view
@@ -622,20 +598,9 @@ function actionForm(button, fields, message, submit) {
     "form",
     {
       class: "filters",
-      onsubmit: async (event) => {
+      onsubmit: (event) => {
         event.preventDefault();
-        try {
-          const said = await submit();
-          await render();
-          const now = document.getElementById("message");
-          if (now && said) {
-            now.className = "muted";
-            now.textContent = said;
-          }
-        } catch (e) {
-          message.className = "error";
-          message.textContent = e.message;
-        }
+        return act(message, submit);
       },
     },
     fields.map(([id, label, control]) => el("label", { for: id }, label, control)),
@@ -907,25 +872,10 @@ async function suppressions(params) {
   const message = messageBox();
   const number = el("input", { id: "suppress-number", name: "phone_number", placeholder: "+14155550123", required: true });
   const reason = el("input", { id: "suppress-reason", name: "reason" });
-  const add = el(
-    "form",
-    {
-      class: "filters",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        try {
-          await api("POST", "/api/suppressions", { phone_number: number.value.trim(), reason: reason.value.trim() || undefined });
-          await render();
-        } catch (e) {
-          message.className = "error";
-          message.textContent = e.message;
-        }
-      },
-    },
-    el("label", { for: "suppress-number" }, "Number (E.164)", number),
-    el("label", { for: "suppress-reason" }, "Reason", reason),
-    el("button", { type: "submit" }, "Suppress"),
-  );
+  const add = actionForm("Suppress", [["suppress-number", "Number (E.164)", number], ["suppress-reason", "Reason", reason]], message, async () => {
+    await api("POST", "/api/suppressions", { phone_number: number.value.trim(), reason: reason.value.trim() || undefined });
+    return `Suppressed ${number.value.trim()}.`;
+  });
   show(
     el("h1", {}, "Suppression list"),
     add,
@@ -948,35 +898,21 @@ async function keys(params) {
   const name = el("input", { id: "key-name", name: "name", required: true });
   const role = el("select", { id: "key-role", name: "role" }, ["user", "agent_manager", "admin"].map((r) => el("option", { value: r }, r)));
   const scopes = el("input", { id: "key-scopes", name: "scopes", placeholder: "calls:read, agents:read" });
-  const secret = el("p", { id: "new-key", role: "status" });
-  const create = el(
-    "form",
-    {
-      class: "filters",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        const body = { name: name.value.trim(), role: role.value };
-        const list = scopes.value.split(",").map((x) => x.trim()).filter(Boolean);
-        if (list.length) body.scopes = list;
-        try {
-          const { data } = await api("POST", "/api/api-keys", body);
-          await render();
-          document.getElementById("new-key").textContent = `New key (shown once): ${data.api_key}`;
-        } catch (e) {
-          message.className = "error";
-          message.textContent = e.message;
-        }
-      },
+  const create = actionForm(
+    "Create key",
+    [["key-name", "Name", name], ["key-role", "Role", role], ["key-scopes", "Scopes (optional)", scopes]],
+    message,
+    async () => {
+      const body = { name: name.value.trim(), role: role.value };
+      const list = scopes.value.split(",").map((x) => x.trim()).filter(Boolean);
+      if (list.length) body.scopes = list;
+      const { data } = await api("POST", "/api/api-keys", body);
+      return `New key (shown once): ${data.api_key}`;
     },
-    el("label", { for: "key-name" }, "Name", name),
-    el("label", { for: "key-role" }, "Role", role),
-    el("label", { for: "key-scopes" }, "Scopes (optional)", scopes),
-    el("button", { type: "submit" }, "Create key"),
   );
   show(
     el("h1", {}, "API keys"),
     create,
-    secret,
     message,
     table("API keys", [
       ["Name", (k) => k.name],
