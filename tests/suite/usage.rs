@@ -246,6 +246,67 @@ fn body_of(book: &Value) -> Value {
     book
 }
 
+/// Usage posted to one call by 12 requests at once: every item is kept, the total is their
+/// sum, and the report and the month's credits count each once.
+async fn concurrent_usage_posts_lose_nothing(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Racing").await;
+    let (status, _) = put(
+        &c,
+        PRICES,
+        json!({"prices": [{"component": "llm", "provider": "openai", "unit": "requests",
+                           "credits_per_unit": 1}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let agent = c.create("/api/agents", agent_body("Busy")).await;
+    let sid = call_of(&c, agent["agent_id"].as_str().unwrap(), None).await;
+    let mut tasks = Vec::new();
+    for i in 1..=12 {
+        let c = c.clone();
+        let path = format!("/api/calls/{sid}/usage");
+        tasks.push(tokio::spawn(async move {
+            c.post(
+                &path,
+                json!({"items": [item("llm", "openai", None, f64::from(i), "requests")]}),
+            )
+            .await
+            .0
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), StatusCode::OK);
+    }
+    let call = c.get(&format!("/api/calls/{sid}")).await.1["data"].clone();
+    let mut quantities: Vec<f64> = call["cost_breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["quantity"].as_f64().unwrap())
+        .collect();
+    quantities.sort_by(f64::total_cmp);
+    assert_eq!(quantities, (1..=12).map(f64::from).collect::<Vec<_>>());
+    assert_eq!(call["total_cost"], 78.0);
+    let (_, usage) = c.get("/api/usage").await;
+    assert_eq!(usage["data"]["totals"]["credits"], 78.0);
+    // The month's credits, which the dial checks, add every post once.
+    use sea_orm::ConnectionTrait;
+    let db = ctx.repo.connection();
+    let row = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            format!(
+                "SELECT credits FROM credit_months WHERE organization_id = '{}'",
+                c.org.as_deref().unwrap()
+            ),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.try_get_by_index::<f64>(0).unwrap(), 78.0);
+    server.stop().await;
+}
+
 /// Calls on three days by two agents with items: the totals equal the sum of the items, and
 /// every grouping and window agrees with it.
 async fn the_usage_report_adds_up_the_items(ctx: &TestContext) {
@@ -371,5 +432,6 @@ async fn the_usage_report_adds_up_the_items(ctx: &TestContext) {
 
 db_tests!(
     usage_is_priced_when_recorded,
+    concurrent_usage_posts_lose_nothing,
     the_usage_report_adds_up_the_items,
 );
