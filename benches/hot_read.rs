@@ -2,22 +2,34 @@
 //! (`voiceplane_bin::main_with`, run as a child process of this program, built with the bench
 //! profile, i.e. release) serving SQLite, then Postgres when `VOICEPLANE_TEST_POSTGRES_URL` is set
 //! (in a database of its own, `voiceplane_bench`, dropped and made again), with
-//! `VOICEPLANE_BENCH_CALLS` calls (default 100,000) of one organization; beside it, a static
-//! server on the same stack (`voiceplane_http::serve_service`: hyper-util, HTTP/1.1) answering a
-//! fixed body of an agent's size. `wrk` drives each target in turn, in alternating rounds:
+//! `VOICEPLANE_BENCH_CALLS` calls (default 100,000) of one organization. Beside it, two servers
+//! answering a fixed body of an agent's size (725 bytes), each a child process too:
 //!
-//! - `static`: the static server;
+//! - `raw hyper`: hyper-util's auto builder with a `service_fn`, nothing else: the ceiling;
+//! - `serve_service`: `voiceplane_http::serve_service` (the binary's accept loop, first-byte
+//!   deadline and peer address) around a static tower service.
+//!
+//! Every server is pinned with `taskset` to the first N cores (`VOICEPLANE_BENCH_SERVER_CORES`,
+//! a list such as `1,2,4,8`, default `1`; tokio sizes its workers by that affinity), and `wrk`
+//! to the cores above the largest N (`VOICEPLANE_BENCH_WRK_CORES`, default all of them), so that
+//! the load generator never takes the server's cores. For each N, in alternating rounds:
+//!
+//! - the two static servers, then, from the binary: `GET /healthz` (no credential, no database);
 //! - `agent`: `GET /api/agents/{id}` with an API key;
 //! - `calls first`: `GET /api/calls?limit=50`;
 //! - `calls deep`: the same page at depth `calls - 50` (its cursor built from the seeded rows).
 //!
-//! Printed per database: the median over rounds of requests/s, p50 and p99, the ratio of each
-//! to the static server's requests/s (and deep to first page), and the server's RSS after each
-//! round. `VOICEPLANE_BENCH_SOAK_SECS` (e.g. 300) then drives the agent read that long and
-//! prints the RSS every 30 s.
+//! Printed per database and N: the median over rounds of requests/s, p50 and p99, each as a
+//! share of the raw hyper server's requests/s (deep against the first page too), the server's
+//! RSS after each round, and with more than one N, each target's scaling against N = the
+//! smallest. `VOICEPLANE_BENCH_SOAK_SECS` (e.g. 300) then drives the agent read that long and
+//! prints the RSS every 30 s. `VOICEPLANE_BENCH_PERF=<dir>` records the first round of each
+//! target with `perf record --call-graph dwarf` into `<dir>/<database>-<cores>-<target>.data`
+//! (the numbers of that round then include perf's own cost). `VOICEPLANE_BENCH_TARGETS` (e.g.
+//! `raw hyper,agent`) runs only the targets it names.
 //!
 //! ```sh
-//! bash benches/hot_read.sh   # checks that wrk is installed, then: cargo bench --bench hot_read
+//! bash benches/hot_read.sh   # checks that wrk and taskset are installed, then: cargo bench --bench hot_read
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,9 +37,8 @@
 use std::convert::Infallible;
 use std::future::{Ready, ready};
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -39,7 +50,6 @@ use voiceplane_core::time::Timestamp;
 use voiceplane_suite::sample::{seed_calls, seeded_call_sid, seeded_created_at};
 
 const CONNECTIONS: &str = "64";
-const THREADS: &str = "2";
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -58,6 +68,13 @@ fn static_body() -> Bytes {
     Bytes::from(body)
 }
 
+fn static_response<B>(body: &Bytes) -> http::Response<Full<Bytes>> {
+    http::Response::builder()
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body.clone()))
+        .unwrap()
+}
+
 #[derive(Clone)]
 struct Static(Bytes);
 
@@ -71,100 +88,86 @@ impl<B> tower_service::Service<http::Request<B>> for Static {
     }
 
     fn call(&mut self, _: http::Request<B>) -> Self::Future {
-        ready(Ok(http::Response::builder()
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(self.0.clone()))
-            .unwrap()))
+        ready(Ok(static_response::<B>(&self.0)))
     }
 }
 
-/// Starts the static server on a runtime of its own with two workers, as the binary has on
-/// this machine; returns its address.
-fn start_static() -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            voiceplane_http::serve_service(listener, Static(static_body()), std::future::pending())
+/// The child `<this program> static raw|stack`: a static server on a runtime sized by the
+/// process's affinity, printing its address as the binary does.
+fn serve_static(kind: &str) -> std::process::ExitCode {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let raw = kind == "raw";
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        eprintln!("listening on http://{}", listener.local_addr().unwrap());
+        let body = static_body();
+        if !raw {
+            voiceplane_http::serve_service(listener, Static(body), std::future::pending())
                 .await
                 .unwrap();
-        });
+            return;
+        }
+        let builder =
+            hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            let body = body.clone();
+            let service =
+                hyper::service::service_fn(move |_: http::Request<hyper::body::Incoming>| {
+                    ready(Ok::<_, Infallible>(static_response::<()>(&body)))
+                });
+            let connection = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .into_owned();
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+        }
     });
-    rx.recv().unwrap()
+    std::process::ExitCode::SUCCESS
 }
 
-/// The binary under test, with its settings for one database.
-struct Server {
+/// `taskset -c <cores> <this program> …`.
+fn pinned(bin: &Path, cores: &str) -> Command {
+    let mut cmd = Command::new("taskset");
+    cmd.arg("-c").arg(cores).arg(bin);
+    cmd
+}
+
+/// Reads a child's stderr up to the line with its address, then keeps reading it so that the
+/// child never blocks on a full pipe (the request log goes on, as a log collector would read it).
+fn address_of(stderr: ChildStderr) -> String {
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines.next().expect("the server logs its address").unwrap();
+        if let Some(at) = line.find("listening on http://") {
+            let rest = &line[at + "listening on ".len()..];
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    base
+}
+
+/// A child process serving HTTP, killed when dropped.
+struct Process {
     child: Child,
     base: String,
-    org: String,
-    key: String,
 }
 
-impl Server {
-    fn command(bin: &Path, dir: &Path, database_url: &str) -> Command {
-        let mut cmd = Command::new(bin);
-        cmd.arg("voiceplane")
-            .current_dir(dir)
-            .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
-            .env("VOICEPLANE_DATABASE__URL", database_url)
-            .env("VOICEPLANE_STORAGE__ROOT", dir.join("blobs"))
-            // One key drives the whole load: a budget it cannot spend, so that every answer is
-            // a 200 and the limiter's cost is still measured.
-            .env("VOICEPLANE_RATE_LIMIT__PER_SECOND", "1000000000")
-            .env("VOICEPLANE_RATE_LIMIT__BURST", "1000000000")
-            .env_remove("RUST_LOG");
-        cmd
-    }
-
-    fn start(bin: &Path, dir: &Path, database_url: &str) -> Server {
-        let out = Self::command(bin, dir, database_url)
-            .args([
-                "bootstrap",
-                "--org-name",
-                "Bench",
-                "--admin-email",
-                "bench@example.com",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "bootstrap succeeds: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let boot: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let field = |k: &str| boot[k].as_str().unwrap().to_owned();
-        let (org, key) = (field("organization_id"), field("api_key"));
-        let mut child = Self::command(bin, dir, database_url)
-            .arg("serve")
+impl Process {
+    fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines.next().expect("the server logs its address").unwrap();
-            if let Some(at) = line.find("listening on http://") {
-                let rest = &line[at + "listening on ".len()..];
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // The request log goes on: read it so the server never blocks on a full pipe, as a log
-        // collector would.
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        Server {
-            child,
-            base,
-            org,
-            key,
-        }
+        let base = address_of(child.stderr.take().unwrap());
+        Self { child, base }
     }
 
     fn rss_mib(&self) -> f64 {
@@ -179,11 +182,59 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The binary's settings for one database.
+fn voiceplane(bin: &Path, cores: Option<&str>, dir: &Path, database_url: &str) -> Command {
+    let mut cmd = match cores {
+        Some(cores) => pinned(bin, cores),
+        None => Command::new(bin),
+    };
+    cmd.arg("voiceplane")
+        .current_dir(dir)
+        .env("VOICEPLANE_LISTEN", "127.0.0.1:0")
+        .env("VOICEPLANE_DATABASE__URL", database_url)
+        .env("VOICEPLANE_STORAGE__ROOT", dir.join("blobs"))
+        // One key drives the whole load: a budget it cannot spend, so that every answer is
+        // a 200 and the limiter's cost is still measured.
+        .env("VOICEPLANE_RATE_LIMIT__PER_SECOND", "1000000000")
+        .env("VOICEPLANE_RATE_LIMIT__BURST", "1000000000")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// `voiceplane serve` for one database.
+fn serving(bin: &Path, cores: Option<&str>, dir: &Path, database_url: &str) -> Command {
+    let mut cmd = voiceplane(bin, cores, dir, database_url);
+    cmd.arg("serve");
+    cmd
+}
+
+/// The organization and API key `bootstrap` made.
+fn bootstrap(bin: &Path, dir: &Path, database_url: &str) -> (String, String) {
+    let out = voiceplane(bin, None, dir, database_url)
+        .args([
+            "bootstrap",
+            "--org-name",
+            "Bench",
+            "--admin-email",
+            "bench@example.com",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bootstrap succeeds: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let boot: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let field = |k: &str| boot[k].as_str().unwrap().to_owned();
+    (field("organization_id"), field("api_key"))
 }
 
 /// One wrk run's results.
@@ -206,9 +257,20 @@ fn to_ms(v: &str) -> f64 {
     }
 }
 
-fn wrk(url: &str, headers: &[String], secs: u64) -> Sample {
-    let mut cmd = Command::new("wrk");
-    cmd.args(["-t", THREADS, "-c", CONNECTIONS, "--latency"])
+/// Where wrk runs: its cores and one thread per core.
+struct Load {
+    cores: String,
+    threads: usize,
+}
+
+fn wrk(load: &Load, url: &str, headers: &[String], secs: u64) -> Sample {
+    let mut cmd = Command::new("taskset");
+    cmd.arg("-c")
+        .arg(&load.cores)
+        .arg("wrk")
+        .args(["-c", CONNECTIONS, "--latency"])
+        .arg("-t")
+        .arg(load.threads.to_string())
         .arg("-d")
         .arg(format!("{secs}s"));
     for h in headers {
@@ -221,7 +283,8 @@ fn wrk(url: &str, headers: &[String], secs: u64) -> Sample {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         !text.contains("Non-2xx") && !text.contains("Socket errors"),
-        "every answer of {url} is a 200:\n{text}"
+        "every answer of {url} is a 200:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     let field = |prefix: &str| {
         text.lines()
@@ -242,30 +305,41 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn http_json(method: reqwest::Method, url: &str, server: &Server, body: serde_json::Value) {
-    let status = reqwest::Client::new()
-        .request(method, url)
-        .header("X-API-Key", &server.key)
-        .header("X-Organization-Id", &server.org)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert!(status.is_success(), "{url}: {status}");
+/// Whether `VOICEPLANE_BENCH_TARGETS` (labels separated by commas; default all) names `label`.
+fn selected(label: &str) -> bool {
+    std::env::var("VOICEPLANE_BENCH_TARGETS")
+        .map_or(true, |list| list.split(',').any(|l| l.trim() == label))
 }
 
-async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr: SocketAddr) {
-    let server = Server::start(bin, dir, database_url);
-    let calls: usize = env_or("VOICEPLANE_BENCH_CALLS", 100_000);
-    let rounds: usize = env_or("VOICEPLANE_BENCH_ROUNDS", 3);
-    let secs: u64 = env_or("VOICEPLANE_BENCH_SECS", 10);
+/// The cores `0..n` as a `taskset` list.
+fn first_cores(n: usize) -> String {
+    if n == 1 {
+        "0".to_owned()
+    } else {
+        format!("0-{}", n - 1)
+    }
+}
 
-    let client = reqwest::Client::new();
-    let agent: serde_json::Value = client
+/// A database seeded for the run: the organization, its key, an agent and the deep cursor.
+struct Seeded {
+    dir: PathBuf,
+    url: String,
+    org: String,
+    key: String,
+    agent_id: String,
+    deep: String,
+    calls: usize,
+}
+
+async fn seed(name: &str, bin: &Path, dir: PathBuf, url: String) -> Seeded {
+    let (org, key) = bootstrap(bin, &dir, &url);
+    let calls: usize = env_or("VOICEPLANE_BENCH_CALLS", 100_000);
+    // A server only long enough to create the agent through the API.
+    let server = Process::spawn(serving(bin, None, &dir, &url));
+    let agent: serde_json::Value = reqwest::Client::new()
         .post(format!("{}/api/agents", server.base))
-        .header("X-API-Key", &server.key)
-        .header("X-Organization-Id", &server.org)
+        .header("X-API-Key", &key)
+        .header("X-Organization-Id", &org)
         .json(&voiceplane_suite::agent_body("Bench agent"))
         .send()
         .await
@@ -273,10 +347,12 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
         .json()
         .await
         .unwrap();
+    drop(server);
     let agent_id = agent["data"]["agent_id"].as_str().unwrap().to_owned();
-    let db = Database::connect(database_url).await.unwrap();
+    let db = Database::connect(&url).await.unwrap();
     let started = Instant::now();
-    seed_calls(&db, &server.org, std::slice::from_ref(&agent_id), calls).await;
+    seed_calls(&db, &org, std::slice::from_ref(&agent_id), calls).await;
+    db.close().await.unwrap();
     println!(
         "{name}: seeded {calls} calls in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -288,24 +364,63 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
         id: seeded_call_sid(last),
     }
     .encode();
+    Seeded {
+        dir,
+        url,
+        org,
+        key,
+        agent_id,
+        deep,
+        calls,
+    }
+}
+
+/// The rounds of one database with the servers on `cores` cores; returns the medians by
+/// target.
+async fn measure(
+    name: &str,
+    bin: &Path,
+    seeded: &Seeded,
+    cores: usize,
+    load: &Load,
+) -> Vec<Sample> {
+    let rounds: usize = env_or("VOICEPLANE_BENCH_ROUNDS", 3);
+    let secs: u64 = env_or("VOICEPLANE_BENCH_SECS", 10);
+    let on = first_cores(cores);
+    let raw = Process::spawn({
+        let mut cmd = pinned(bin, &on);
+        cmd.args(["static", "raw"]);
+        cmd
+    });
+    let stack = Process::spawn({
+        let mut cmd = pinned(bin, &on);
+        cmd.args(["static", "stack"]);
+        cmd
+    });
+    let server = Process::spawn(serving(bin, Some(&on), &seeded.dir, &seeded.url));
     // Warm the binary's caches and pools the way a running server has them.
-    http_json(
-        reqwest::Method::PATCH,
-        &format!("{}/api/agents/{agent_id}", server.base),
-        &server,
-        serde_json::json!({"agent_name": "Bench agent"}),
-    )
-    .await;
+    let status = reqwest::Client::new()
+        .patch(format!("{}/api/agents/{}", server.base, seeded.agent_id))
+        .header("X-API-Key", &seeded.key)
+        .header("X-Organization-Id", &seeded.org)
+        .json(&serde_json::json!({"agent_name": "Bench agent"}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success(), "the warm-up PATCH: {status}");
 
     let headers = vec![
-        format!("X-API-Key: {}", server.key),
-        format!("X-Organization-Id: {}", server.org),
+        format!("X-API-Key: {}", seeded.key),
+        format!("X-Organization-Id: {}", seeded.org),
     ];
     let targets = [
-        ("static", format!("http://{static_addr}/"), vec![]),
+        ("raw hyper", format!("{}/", raw.base), vec![]),
+        ("serve_service", format!("{}/", stack.base), vec![]),
+        ("/healthz", format!("{}/healthz", server.base), vec![]),
         (
             "agent",
-            format!("{}/api/agents/{agent_id}", server.base),
+            format!("{}/api/agents/{}", server.base, seeded.agent_id),
             headers.clone(),
         ),
         (
@@ -315,17 +430,60 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
         ),
         (
             "calls deep",
-            format!("{}/api/calls?limit=50&cursor={deep}", server.base),
+            format!("{}/api/calls?limit=50&cursor={}", server.base, seeded.deep),
             headers.clone(),
         ),
     ];
+    let pids = [raw.child.id(), stack.child.id()];
+    let perf_dir = std::env::var_os("VOICEPLANE_BENCH_PERF").map(PathBuf::from);
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); targets.len()];
     for round in 1..=rounds {
-        for (i, (_, url, headers)) in targets.iter().enumerate() {
-            samples[i].push(wrk(url, headers, secs));
+        for (i, (label, url, headers)) in targets.iter().enumerate() {
+            if !selected(label) {
+                samples[i].push(Sample {
+                    rps: f64::NAN,
+                    p50_ms: f64::NAN,
+                    p99_ms: f64::NAN,
+                });
+                continue;
+            }
+            // The first round of each target under `perf record`, when asked.
+            let perf = perf_dir.as_ref().filter(|_| round == 1).map(|dir| {
+                let pid = pids.get(i).copied().unwrap_or(server.child.id());
+                let file = dir.join(format!(
+                    "{name}-{cores}-{}.data",
+                    label.replace(['/', ' '], "")
+                ));
+                let mut perf = Command::new("perf");
+                perf.args(["record", "-q", "-F", "1999"]);
+                // Flat (self time only) with `VOICEPLANE_BENCH_PERF_GRAPH=none`, e.g. for a
+                // build without debug info.
+                match std::env::var("VOICEPLANE_BENCH_PERF_GRAPH") {
+                    Ok(g) if g == "none" => {}
+                    Ok(g) => drop(perf.arg("--call-graph").arg(g)),
+                    Err(_) => drop(perf.args(["--call-graph", "dwarf,16384"])),
+                }
+                perf.arg("-p")
+                    .arg(pid.to_string())
+                    .arg("-o")
+                    .arg(file)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("perf runs")
+            });
+            samples[i].push(wrk(load, url, headers, secs));
+            if let Some(mut perf) = perf {
+                // SIGINT ends the recording and writes the file.
+                let _ = Command::new("kill")
+                    .arg("-INT")
+                    .arg(perf.id().to_string())
+                    .status();
+                let _ = perf.wait();
+            }
         }
         println!(
-            "{name}: round {round}/{rounds}: server RSS {:.1} MiB",
+            "{name} ({cores} core(s)): round {round}/{rounds}: server RSS {:.1} MiB",
             server.rss_mib()
         );
     }
@@ -338,15 +496,16 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
         })
         .collect();
     println!(
-        "{name}: wrk -t{THREADS} -c{CONNECTIONS} -d{secs}s, median of {rounds} rounds, {calls} calls"
+        "{name}: server on cores {on}, wrk -t{} -c{CONNECTIONS} -d{secs}s on cores {}, median of {rounds} rounds, {} calls",
+        load.threads, load.cores, seeded.calls
     );
     println!(
-        "{name}: {:<12} {:>10} {:>9} {:>9} {:>9}",
-        "target", "req/s", "p50 ms", "p99 ms", "/static"
+        "{name}: {:<14} {:>10} {:>9} {:>9} {:>9}",
+        "target", "req/s", "p50 ms", "p99 ms", "/raw"
     );
     for ((label, _, _), s) in targets.iter().zip(&summary) {
         println!(
-            "{name}: {label:<12} {:>10.0} {:>9.3} {:>9.3} {:>8.1}%",
+            "{name}: {label:<14} {:>10.0} {:>9.3} {:>9.3} {:>8.1}%",
             s.rps,
             s.p50_ms,
             s.p99_ms,
@@ -355,17 +514,17 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
     }
     println!(
         "{name}: deep page / first page latency (p50): {:.2}",
-        summary[3].p50_ms / summary[2].p50_ms
+        summary[5].p50_ms / summary[4].p50_ms
     );
 
     let soak: u64 = env_or("VOICEPLANE_BENCH_SOAK_SECS", 0);
     if soak > 0 {
-        let (_, url, headers) = &targets[1];
+        let (_, url, headers) = &targets[3];
         let mut elapsed = 0;
         println!("{name}: soak: RSS {:.1} MiB at 0 s", server.rss_mib());
         while elapsed < soak {
             let step = 30.min(soak - elapsed);
-            let s = wrk(url, headers, step);
+            let s = wrk(load, url, headers, step);
             elapsed += step;
             println!(
                 "{name}: soak: RSS {:.1} MiB at {elapsed} s ({:.0} req/s)",
@@ -374,17 +533,78 @@ async fn run(name: &str, bin: &Path, dir: &Path, database_url: &str, static_addr
             );
         }
     }
+    summary
+}
+
+const LABELS: [&str; 6] = [
+    "raw hyper",
+    "serve_service",
+    "/healthz",
+    "agent",
+    "calls first",
+    "calls deep",
+];
+
+async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load) {
+    let mut by_cores = Vec::new();
+    for &cores in plan {
+        by_cores.push((cores, measure(name, bin, &seeded, cores, load).await));
+    }
+    if let [(base_cores, base), rest @ ..] = by_cores.as_slice()
+        && !rest.is_empty()
+    {
+        println!("{name}: scaling, req/s against {base_cores} core(s) (linear = the core ratio)");
+        for (cores, summary) in rest {
+            let linear = *cores as f64 / *base_cores as f64;
+            for (label, (s, b)) in LABELS.iter().zip(summary.iter().zip(base)) {
+                let gain = s.rps / b.rps;
+                println!(
+                    "{name}: {cores} cores {label:<14} {:>10.0} req/s  {gain:>5.2}x  ({:.2} of linear)",
+                    s.rps,
+                    gain / linear
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&seeded.dir).unwrap();
 }
 
 fn main() -> std::process::ExitCode {
-    // The child: `<this program> voiceplane serve …` is the binary itself.
+    // The children: `<this program> voiceplane serve …` is the binary itself.
     let mut args = std::env::args_os().skip(1).peekable();
     if args.peek().is_some_and(|a| a == "voiceplane") {
         return voiceplane_bin::main_with(args);
     }
+    if args.peek().is_some_and(|a| a == "static") {
+        let kind = args.nth(1).unwrap();
+        return serve_static(&kind.to_string_lossy());
+    }
     let bin = std::env::current_exe().unwrap();
     voiceplane_clients::install_crypto_provider();
-    let static_addr = start_static();
+    let total = std::thread::available_parallelism().unwrap().get();
+    let plan: Vec<usize> = std::env::var("VOICEPLANE_BENCH_SERVER_CORES")
+        .unwrap_or_else(|_| "1".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("VOICEPLANE_BENCH_SERVER_CORES is a list of counts")
+        })
+        .collect();
+    let most = *plan.iter().max().unwrap();
+    assert!(
+        most < total,
+        "the servers need {most} core(s) and wrk at least one more; this machine has {total}"
+    );
+    let wrk_cores: usize = env_or("VOICEPLANE_BENCH_WRK_CORES", total - most).min(total - most);
+    let load = Load {
+        cores: if wrk_cores == 1 {
+            most.to_string()
+        } else {
+            format!("{most}-{}", most + wrk_cores - 1)
+        },
+        threads: wrk_cores,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -392,8 +612,8 @@ fn main() -> std::process::ExitCode {
     rt.block_on(async {
         let dir = tempfile_dir("sqlite");
         let url = format!("sqlite://{}?mode=rwc", dir.join("bench.db").display());
-        run("sqlite", &bin, &dir, &url, static_addr).await;
-        std::fs::remove_dir_all(&dir).unwrap();
+        let seeded = seed("sqlite", &bin, dir, url).await;
+        run("sqlite", &bin, seeded, &plan, &load).await;
 
         if let Ok(admin_url) = std::env::var("VOICEPLANE_TEST_POSTGRES_URL") {
             let admin = Database::connect(&admin_url).await.unwrap();
@@ -407,9 +627,8 @@ fn main() -> std::process::ExitCode {
                 .unwrap();
             let (server, _) = admin_url.rsplit_once('/').unwrap();
             let url = format!("{server}/voiceplane_bench");
-            let dir = tempfile_dir("postgres");
-            run("postgres", &bin, &dir, &url, static_addr).await;
-            std::fs::remove_dir_all(&dir).unwrap();
+            let seeded = seed("postgres", &bin, tempfile_dir("postgres"), url).await;
+            run("postgres", &bin, seeded, &plan, &load).await;
             admin
                 .execute_unprepared("DROP DATABASE voiceplane_bench WITH (FORCE)")
                 .await

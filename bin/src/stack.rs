@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use http::header::{self, HeaderName};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt as _;
+use tower_http::compression::Compression;
 use tower_http::compression::predicate::Predicate;
-use tower_http::compression::{CompressionBody, CompressionLayer};
 use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_layer::Layer as _;
@@ -34,8 +35,10 @@ use voiceplane_http::{BoxError, ResponseBody};
 
 use crate::config::{ConfigError, CorsOrigins, HttpSettings};
 
-/// The body of the stack's responses: the adapter's, compressed or passed through.
-pub type StackBody = CompressionBody<ResponseBody>;
+/// The body of the stack's responses: the adapter's, compressed or passed through (boxed
+/// either way, so that a response moves through the layers as a few words: tower-http's
+/// compression body is 5.8 KB with its encoders inline, and every layer's future moved it).
+pub type StackBody = ResponseBody;
 
 /// Smallest body compressed. Below about one TCP segment compression saves no round trip and
 /// still costs CPU (and gzip adds ~20 bytes of framing).
@@ -114,9 +117,7 @@ where
         Some(origins) => CorsStage::On(cors_layer(origins).layer(inner)),
         None => CorsStage::Off(inner),
     };
-    let compressed = CompressionLayer::new()
-        .compress_when(JsonOrText)
-        .layer(cors);
+    let compressed = Compress { inner: cors };
     let secured = (
         SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
@@ -142,19 +143,30 @@ where
 /// [`CONTENT_SECURITY_POLICY`], except on audio: a browser tab opening a recording URL
 /// builds a media document around it, whose own loads the policy would govern.
 fn content_security_policy<B>(response: &Response<B>) -> Option<HeaderValue> {
-    let audio = content_type(response).is_some_and(|t| t.starts_with("audio/"));
+    let audio = content_type(response).is_some_and(|t| starts_with_ignore_case(t, "audio/"));
     (!audio).then(|| HeaderValue::from_static(CONTENT_SECURITY_POLICY))
 }
 
-/// The media type of `response` (`application/json`), lower case, without parameters.
-fn content_type<B>(response: &Response<B>) -> Option<String> {
+/// The media type of `response` (`application/json`) without parameters, as sent: compare
+/// it ignoring ASCII case.
+fn content_type<B>(response: &Response<B>) -> Option<&str> {
     let value = response
         .headers()
         .get(header::CONTENT_TYPE)?
         .to_str()
         .ok()?;
-    let essence = value.split(';').next().unwrap_or_default().trim();
-    Some(essence.to_ascii_lowercase())
+    Some(value.split(';').next().unwrap_or_default().trim())
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+}
+
+fn ends_with_ignore_case(s: &str, suffix: &str) -> bool {
+    s.len() >= suffix.len()
+        && s.get(s.len() - suffix.len()..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
 }
 
 /// The CORS rules for `origins`. Credentials are allowed only to listed origins: browsers
@@ -194,9 +206,10 @@ impl Predicate for JsonOrText {
             return false;
         }
         let textual = content_type(response).is_some_and(|t| {
-            t == "application/json"
-                || (t.starts_with("application/") && t.ends_with("+json"))
-                || (t.starts_with("text/") && t != "text/event-stream")
+            t.eq_ignore_ascii_case("application/json")
+                || (starts_with_ignore_case(t, "application/") && ends_with_ignore_case(t, "+json"))
+                || (starts_with_ignore_case(t, "text/")
+                    && !t.eq_ignore_ascii_case("text/event-stream"))
         });
         // A HEAD answer declares the GET's length with an empty body: read the header first.
         let size = response
@@ -205,6 +218,107 @@ impl Predicate for JsonOrText {
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
             .or_else(|| response.body().size_hint().exact());
         textual && size.is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
+    }
+}
+
+/// Compression as [`JsonOrText`] says, by tower-http's `Compression` (which negotiates the
+/// encoding from `Accept-Encoding`, sets `Content-Encoding` and `Vary`), applied only to the
+/// responses it concerns: the others pass through untouched, and the compressed ones are
+/// boxed, so that the stack's body stays [`ResponseBody`].
+#[derive(Clone)]
+struct Compress<S> {
+    inner: S,
+}
+
+impl<S, B> Service<Request<B>> for Compress<S>
+where
+    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = CompressFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // Kept only when sent: an empty Vec does not allocate.
+        let accept = req
+            .headers()
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .cloned()
+            .collect();
+        CompressFuture {
+            inner: self.inner.call(req),
+            accept,
+        }
+    }
+}
+
+/// The future of [`Compress`].
+struct CompressFuture<F> {
+    inner: F,
+    accept: Vec<HeaderValue>,
+}
+
+impl<F> Future for CompressFuture<F>
+where
+    F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
+{
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Poll::Ready(Ok(response)) = Pin::new(&mut self.inner).poll(cx) else {
+            return Poll::Pending;
+        };
+        // The checks tower-http's own future makes first, then ours.
+        let headers = response.headers();
+        if headers.contains_key(header::CONTENT_ENCODING)
+            || headers.contains_key(header::CONTENT_RANGE)
+            || !JsonOrText.should_compress(&response)
+        {
+            return Poll::Ready(Ok(response));
+        }
+        let mut request = Request::new(());
+        for value in std::mem::take(&mut self.accept) {
+            request.headers_mut().append(header::ACCEPT_ENCODING, value);
+        }
+        let mut compressed = Compression::new(Answer(Some(response)))
+            .compress_when(JsonOrText)
+            .call(request);
+        // `Answer` is ready at once, and so is the compression's future around it.
+        match Pin::new(&mut compressed).poll(cx) {
+            Poll::Ready(Ok(response)) => Poll::Ready(Ok(
+                response.map(|body| body.map_err(BoxError::from).boxed_unsync())
+            )),
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => {
+                tracing::error!("the compression of a complete response did not finish at once");
+                let mut response = Response::new(ResponseBody::default());
+                *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                Poll::Ready(Ok(response))
+            }
+        }
+    }
+}
+
+/// A service answering one response it already has: what [`Compress`] hands tower-http.
+struct Answer(Option<Response<ResponseBody>>);
+
+impl Service<Request<()>> for Answer {
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<ResponseBody>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        std::future::ready(Ok(self.0.take().unwrap_or_default()))
     }
 }
 

@@ -57,6 +57,8 @@ pub struct Api {
     pub(crate) limits: Option<Arc<Limiters>>,
     /// Its OpenAPI document ([`crate::openapi_document`]).
     pub(crate) openapi: fn() -> &'static serde_json::Value,
+    /// The request series' handles.
+    pub(crate) metrics: Arc<crate::metrics::RequestMetrics>,
 }
 
 impl Api {

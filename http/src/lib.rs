@@ -133,6 +133,7 @@ impl Api {
             config: HttpConfig::default(),
             limits: None,
             openapi: openapi_document,
+            metrics: Arc::new(metrics::RequestMetrics::new()),
         }
     }
 
@@ -203,7 +204,7 @@ impl Api {
             let span = tracing::Span::current();
             span.record("status", status.as_u16());
             span.record("latency_ms", latency.as_secs_f64() * 1000.0);
-            metrics::record_request(operation, status, latency);
+            self.metrics.record(operation, status, latency);
             if status.is_server_error() {
                 tracing::warn!("request completed");
             } else {
@@ -262,9 +263,14 @@ fn is_acceptable_request_id(id: &[u8]) -> bool {
 }
 
 fn generate_request_id() -> HeaderValue {
-    let id = format!("{:016x}", rand::random::<u64>());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let n = rand::random::<u64>();
+    let mut id = [0u8; 16];
+    for (i, digit) in id.iter_mut().enumerate() {
+        *digit = HEX[((n >> (60 - 4 * i)) & 0xf) as usize];
+    }
     // Hex digits are always a valid header value.
-    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("0000000000000000"))
+    HeaderValue::from_bytes(&id).unwrap_or(HeaderValue::from_static("0000000000000000"))
 }
 
 impl<B> tower_service::Service<Request<B>> for Api

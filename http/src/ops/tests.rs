@@ -315,3 +315,48 @@ fn wrong_method_lists_the_allowed_ones() {
         })
     );
 }
+
+/// The tree answers as the table read in order would, for every template filled with plain
+/// values, with values equal to the static segments of its siblings (`/api/calls/dial` is both
+/// a template and a call sid), empty and doubled segments, trailing slashes and every method.
+#[test]
+fn the_route_tree_agrees_with_the_table_in_order() {
+    let statics: Vec<&str> = operations()
+        .flat_map(|op| op.template.split('/'))
+        .filter(|s| !s.is_empty() && !s.starts_with('{'))
+        .collect();
+    let mut paths = vec![
+        String::new(),
+        "/".to_owned(),
+        "//".to_owned(),
+        "/api".to_owned(),
+        "/api/".to_owned(),
+    ];
+    for op in operations() {
+        let filled = sample_path(op.template);
+        paths.push(format!("{filled}/"));
+        paths.push(filled.replace("/api/", "/api//"));
+        paths.push(filled.clone());
+        paths.push(format!("{filled}/extra"));
+        let segments: Vec<&str> = op.template.split('/').collect();
+        for (i, seg) in segments.iter().enumerate() {
+            if !seg.starts_with('{') {
+                continue;
+            }
+            for value in statics.iter().chain(&["", "x y", "%7B"]) {
+                let mut path = segments.clone();
+                path[i] = value;
+                paths.push(path.join("/"));
+            }
+        }
+    }
+    let methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+    for path in &paths {
+        for method in methods {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            let tree = resolve(&method, path).map(|(op, c)| (op.id, c));
+            let table = scan(&method, path).map(|(op, c)| (op.id, c));
+            assert_eq!(tree, table, "{method} {path:?}");
+        }
+    }
+}
