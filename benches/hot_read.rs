@@ -68,7 +68,7 @@ fn static_body() -> Bytes {
     Bytes::from(body)
 }
 
-fn static_response<B>(body: &Bytes) -> http::Response<Full<Bytes>> {
+fn static_response(body: &Bytes) -> http::Response<Full<Bytes>> {
     http::Response::builder()
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(body.clone()))
@@ -88,7 +88,7 @@ impl<B> tower_service::Service<http::Request<B>> for Static {
     }
 
     fn call(&mut self, _: http::Request<B>) -> Self::Future {
-        ready(Ok(static_response::<B>(&self.0)))
+        ready(Ok(static_response(&self.0)))
     }
 }
 
@@ -118,7 +118,7 @@ fn serve_static(kind: &str) -> std::process::ExitCode {
             let body = body.clone();
             let service =
                 hyper::service::service_fn(move |_: http::Request<hyper::body::Incoming>| {
-                    ready(Ok::<_, Infallible>(static_response::<()>(&body)))
+                    ready(Ok::<_, Infallible>(static_response(&body)))
                 });
             let connection = builder
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)

@@ -63,21 +63,61 @@ impl Timestamp {
 
     /// RFC 3339 in UTC with microseconds, e.g. `2026-01-31T12:00:00.000000Z`.
     pub fn to_rfc3339(self) -> String {
+        match self.rfc3339_digits() {
+            Some(digits) => String::from_utf8_lossy(&digits).into_owned(),
+            None => self.to_rfc3339_by_chrono(),
+        }
+    }
+
+    fn to_rfc3339_by_chrono(self) -> String {
         DateTime::<Utc>::from_timestamp_micros(self.0)
             .unwrap_or_default()
             .to_rfc3339_opts(SecondsFormat::Micros, true)
+    }
+
+    /// [`to_rfc3339`](Self::to_rfc3339) without an allocation or the formatting machinery,
+    /// for the years 0 to 9999 (chrono writes the others, signed): timestamps are written
+    /// several times per call of every page.
+    fn rfc3339_digits(self) -> Option<[u8; 27]> {
+        use chrono::{Datelike as _, Timelike as _};
+        fn put(slot: &mut [u8], mut n: u32) {
+            for digit in slot.iter_mut().rev() {
+                // A digit, so the cast cannot truncate.
+                #[allow(clippy::cast_possible_truncation)]
+                let d = (n % 10) as u8;
+                *digit = b'0' + d;
+                n /= 10;
+            }
+        }
+        let t = DateTime::<Utc>::from_timestamp_micros(self.0)?;
+        let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
+        let mut out = *b"0000-00-00T00:00:00.000000Z";
+        put(&mut out[0..4], year);
+        put(&mut out[5..7], t.month());
+        put(&mut out[8..10], t.day());
+        put(&mut out[11..13], t.hour());
+        put(&mut out[14..16], t.minute());
+        put(&mut out[17..19], t.second());
+        put(&mut out[20..26], t.timestamp_subsec_micros());
+        Some(out)
     }
 }
 
 impl std::fmt::Display for Timestamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.to_rfc3339())
+        match self.rfc3339_digits() {
+            Some(digits) => f.write_str(std::str::from_utf8(&digits).unwrap_or_default()),
+            None => f.write_str(&self.to_rfc3339_by_chrono()),
+        }
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_rfc3339())
+        match self.rfc3339_digits() {
+            Some(digits) => s.serialize_str(std::str::from_utf8(&digits).unwrap_or_default()),
+            None => s.serialize_str(&self.to_rfc3339_by_chrono()),
+        }
     }
 }
 
@@ -133,6 +173,42 @@ impl Clock for SystemClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The digits written by hand are chrono's, across the years they cover, at their edges
+    /// and beyond them (where chrono writes the signed forms).
+    #[test]
+    fn rfc3339_is_chronos() {
+        let mut micros: Vec<i64> = vec![
+            0,
+            -1,
+            1,
+            999_999,
+            -62_167_219_200_000_000, // 0000-01-01T00:00:00Z
+            -62_167_219_200_000_001, // the microsecond before: year -1
+            253_402_300_799_999_999, // 9999-12-31T23:59:59.999999Z
+            253_402_300_800_000_000, // 10000-01-01
+            951_782_400_000_000,     // 2000-02-29
+            1_764_000_000_123_456,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            micros.push((x % 400_000_000_000_000_000) as i64 - 70_000_000_000_000_000);
+        }
+        for m in micros {
+            let t = Timestamp::from_micros(m);
+            let chrono = t.to_rfc3339_by_chrono();
+            assert_eq!(t.to_rfc3339(), chrono, "{m}");
+            assert_eq!(t.to_string(), chrono, "{m}");
+            assert_eq!(
+                serde_json::to_string(&t).unwrap(),
+                format!("\"{chrono}\""),
+                "{m}"
+            );
+        }
+    }
 
     #[test]
     fn round_trips_through_rfc3339() {

@@ -408,6 +408,20 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Page<T> {
     }
 }
 
+/// A page of the call list, its calls already JSON: answered as the [`Page`] of `Call`s it was
+/// written from, and described as one.
+pub(crate) struct CallPage(pub(crate) Page<voiceplane_core::model::CallJson>);
+
+impl Reply for CallPage {
+    fn into_response(self) -> Response<ResponseBody> {
+        response::page_of_json(&self.0, |call| &call.json)
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        Page::<voiceplane_core::model::Call>::describe(spec, schemas);
+    }
+}
+
 /// A cursor list that also reports the size of the whole list (`pagination.total_count`).
 pub(crate) struct Counted<T>(pub(crate) Page<T>);
 

@@ -156,13 +156,16 @@ impl Api {
         let start = Instant::now();
         let request_id = request_id_of(req.headers());
         req.extensions_mut().insert(RequestId(request_id.clone()));
+        let resolved = ops::resolve(req.method(), req.uri().path());
+        // The operation is known before the span opens, and the span's last two fields are
+        // recorded together: each record makes the log subscriber format the span's fields.
         let span = tracing::info_span!(
             "request",
             method = %req.method(),
             path = %req.uri().path(),
             // Visible ASCII by construction, so `to_str` cannot fail.
             request_id = %request_id.to_str().unwrap_or("-"),
-            operation = tracing::field::Empty,
+            operation = resolved.as_ref().ok().map(|(op, _)| op.id),
             status = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
         );
@@ -176,8 +179,10 @@ impl Api {
                     .get(header::CONTENT_LENGTH)
                     .is_some_and(|v| v.as_bytes() != b"0");
             let is_head = req.method() == http::Method::HEAD;
-            let mut operation = metrics::UNMATCHED;
-            let mut response = match self.route(req, &mut operation).await {
+            let operation = resolved
+                .as_ref()
+                .map_or(metrics::UNMATCHED, |(op, _)| op.id);
+            let mut response = match self.route(req, resolved).await {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             };
@@ -201,9 +206,7 @@ impl Api {
             );
             let status = response.status();
             let latency = start.elapsed();
-            let span = tracing::Span::current();
-            span.record("status", status.as_u16());
-            span.record("latency_ms", latency.as_secs_f64() * 1000.0);
+            record_outcome(&tracing::Span::current(), status, latency);
             self.metrics.record(operation, status, latency);
             if status.is_server_error() {
                 tracing::warn!("request completed");
@@ -216,21 +219,19 @@ impl Api {
         .await
     }
 
-    /// Routes and runs `req`; sets `operation` to the route's operation id once resolved.
+    /// Runs `req` as `resolved` says.
     async fn route<B>(
         &self,
         req: Request<B>,
-        operation: &mut &'static str,
+        resolved: Result<(&'static operation::Operation, operation::Captures), RouteError>,
     ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        match ops::resolve(req.method(), req.uri().path()) {
+        match resolved {
             Ok((op, captures)) => {
-                *operation = op.id;
-                tracing::Span::current().record("operation", op.id);
                 let (parts, body) = req.into_parts();
                 protect::run(self, op, captures, parts, body::boxed(body)).await
             }
@@ -242,6 +243,24 @@ impl Api {
             )),
         }
     }
+}
+
+/// Records the request span's `status` and `latency_ms` in one call.
+fn record_outcome(span: &tracing::Span, status: http::StatusCode, latency: std::time::Duration) {
+    let Some(fields) = span.metadata().map(tracing::Metadata::fields) else {
+        return;
+    };
+    let (Some(status_field), Some(latency_field)) =
+        (fields.field("status"), fields.field("latency_ms"))
+    else {
+        return;
+    };
+    let status = status.as_u16();
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    span.record_all(&fields.value_set(&[
+        (&status_field, Some(&status as &dyn tracing::Value)),
+        (&latency_field, Some(&latency_ms as &dyn tracing::Value)),
+    ]));
 }
 
 fn is_api_path(path: &str) -> bool {

@@ -323,11 +323,18 @@ pub(crate) struct Fields<'r, 's> {
     next: usize,
 }
 
-impl Fields<'_, '_> {
+impl<'r> Fields<'r, '_> {
     fn next<V: rusqlite::types::FromSql>(&mut self) -> rusqlite::Result<V> {
         let index = self.at[self.next];
         self.next += 1;
         self.row.get(index)
+    }
+
+    /// The next value as SQLite holds it, borrowed from the row.
+    pub(crate) fn next_ref(&mut self) -> rusqlite::Result<rusqlite::types::ValueRef<'r>> {
+        let index = self.at[self.next];
+        self.next += 1;
+        self.row.get_ref(index)
     }
 }
 
@@ -457,6 +464,12 @@ pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_nu
     provider_number_id,
     connected_at,
 });
+
+/// A call written as `Call` serializes it (`repo::calls::json`).
+pub(crate) static CALL_JSON: Decoder<voiceplane_core::model::CallJson> = Decoder {
+    names: crate::repo::calls::json::COLUMNS,
+    build: crate::repo::calls::json::write,
+};
 
 pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
     call_sid,

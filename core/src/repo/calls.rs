@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use super::Change;
 use crate::error::Result;
 use crate::model::{
-    AuditEntry, Call, CallMessage, CallQuery, CallStats, Event, EventStamp, NewMessage, Recording,
-    StatsGroupBy,
+    AuditEntry, Call, CallJson, CallMessage, CallQuery, CallStats, Event, EventStamp, NewMessage,
+    Recording, StatsGroupBy,
 };
 use crate::page::PageQuery;
 use crate::time::Timestamp;
@@ -51,6 +51,21 @@ pub trait CallQueryRepository: Send + Sync {
         query: &CallQuery,
         page: &PageQuery,
     ) -> Result<Vec<Call>>;
+    /// [`call_list`](Self::call_list) as JSON, each call exactly as `Call` serializes. By
+    /// default the calls are read and serialized; a repository may write its rows straight to
+    /// JSON instead.
+    async fn call_list_json(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        page: &PageQuery,
+    ) -> Result<Vec<CallJson>> {
+        self.call_list(organization_id, query, page)
+            .await?
+            .iter()
+            .map(CallJson::of)
+            .collect()
+    }
     /// Totals over the organization's calls that match `query` (whose `terms` must be empty),
     /// and per group when `group_by` is given, aggregated by the database.
     async fn call_stats(

@@ -5,7 +5,7 @@ use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::knowledge::search_terms;
-use crate::model::{Call, CallFilter, CallQuery, CallSearch, CallStats, StatsGrouping};
+use crate::model::{Call, CallFilter, CallJson, CallQuery, CallSearch, CallStats, StatsGrouping};
 use crate::page::{Page, PageParams, PageQuery};
 use crate::role::Permission;
 use crate::service::{Service, cursor_of};
@@ -68,6 +68,20 @@ fn call_query(filter: &CallFilter, search: Option<&CallSearch>) -> Result<CallQu
     })
 }
 
+/// The query of a page of the call list, the scope its cursors are bound to, and the page.
+fn list_query(
+    actor: &Actor,
+    filter: &CallFilter,
+    search: &CallSearch,
+    params: &PageParams,
+) -> Result<(CallQuery, String, PageQuery)> {
+    actor.require(Permission::CallsRead)?;
+    let query = call_query(filter, Some(search))?;
+    let scope = query.digest();
+    let page = PageQuery::from_params_scoped(params, IdKind::Call, &scope)?;
+    Ok((query, scope, page))
+}
+
 impl Service {
     /// The organization's calls that match `filter` and `search`, newest first. A cursor is
     /// bound to the filters of the page that gave it.
@@ -78,13 +92,29 @@ impl Service {
         search: &CallSearch,
         params: &PageParams,
     ) -> Result<Page<Call>> {
-        actor.require(Permission::CallsRead)?;
-        let query = call_query(filter, Some(search))?;
-        let scope = query.digest();
-        let page = PageQuery::from_params_scoped(params, IdKind::Call, &scope)?;
+        let (query, scope, page) = list_query(actor, filter, search, params)?;
         let rows = self
             .repo
             .call_list(&actor.organization_id, &query, &page)
+            .await?;
+        Ok(Page::from_rows_by(rows, page.limit, |c| {
+            cursor_of(c.created_at, &c.call_sid).encode_scoped(&scope)
+        }))
+    }
+
+    /// [`call_list`](Self::call_list) with each call as its JSON, as the API answers it: the
+    /// repository may write its rows straight to JSON.
+    pub async fn call_list_json(
+        &self,
+        actor: &Actor,
+        filter: &CallFilter,
+        search: &CallSearch,
+        params: &PageParams,
+    ) -> Result<Page<CallJson>> {
+        let (query, scope, page) = list_query(actor, filter, search, params)?;
+        let rows = self
+            .repo
+            .call_list_json(&actor.organization_id, &query, &page)
             .await?;
         Ok(Page::from_rows_by(rows, page.limit, |c| {
             cursor_of(c.created_at, &c.call_sid).encode_scoped(&scope)

@@ -8,10 +8,10 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{
     Call, CallFilter, CallSearch, CallStats, CallUpdate, Dial, NewCall, Outcome, StatsGrouping,
 };
-use voiceplane_core::page::{Page, PageParams};
+use voiceplane_core::page::PageParams;
 use voiceplane_core::service::CallSession;
 
-use crate::endpoint::{Accepted, Created, Cx, Data, Json, Query, handler};
+use crate::endpoint::{Accepted, CallPage, Created, Cx, Data, Json, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -81,11 +81,12 @@ async fn call_list(
         Query<CallSearch>,
         Query<PageParams>,
     ),
-) -> Result<Page<Call>, ApiError> {
-    Ok(cx
-        .service()
-        .call_list(&actor, &plus_restored(filter), &search, &params)
-        .await?)
+) -> Result<CallPage, ApiError> {
+    Ok(CallPage(
+        cx.service()
+            .call_list_json(&actor, &plus_restored(filter), &search, &params)
+            .await?,
+    ))
 }
 
 const CALL_STATS: Operation = Operation::get("/api/calls/stats", handler!(call_stats)).doc(

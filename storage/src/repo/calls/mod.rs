@@ -13,6 +13,7 @@ use voiceplane_core::time::Timestamp;
 
 use super::{one, record_event, record_if_changed};
 
+pub(crate) mod json;
 pub mod queries;
 mod transcripts;
 

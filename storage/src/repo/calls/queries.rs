@@ -14,7 +14,9 @@ use sea_orm::{
     QueryTrait, Select, Statement,
 };
 use voiceplane_core::Result;
-use voiceplane_core::model::{Call, CallQuery, CallStats, StatsGroup, StatsGroupBy, StatsTotals};
+use voiceplane_core::model::{
+    Call, CallJson, CallQuery, CallStats, StatsGroup, StatsGroupBy, StatsTotals,
+};
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::CallQueryRepository;
 
@@ -306,6 +308,27 @@ impl CallQueryRepository for SeaRepository {
             .into_iter()
             .map(call_from)
             .collect()
+    }
+
+    async fn call_list_json(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        page: &PageQuery,
+    ) -> Result<Vec<CallJson>> {
+        let Some(direct) = self.direct() else {
+            return self
+                .call_list(organization_id, query, page)
+                .await?
+                .iter()
+                .map(CallJson::of)
+                .collect();
+        };
+        let statement =
+            list_statement(self.db.get_database_backend(), organization_id, query, page);
+        direct
+            .run(move |reads| reads.all(&statement, &crate::direct::CALL_JSON))
+            .await
     }
 
     async fn call_stats(

@@ -1,0 +1,428 @@
+//! A page of calls written to JSON straight from SQLite's rows, for the direct reads.
+//!
+//! Reading a page as `call::Model`s, turning them into `Call`s and serializing those cost an
+//! allocation per text column, a parse of every JSON column, and serde's escaping of every key
+//! of every call: over half of a page's CPU. Here each column is read as a borrowed value and
+//! written once, the keys are written as constants, and JSON columns holding the empty object
+//! (most of them) are copied; other JSON columns, enums and every value are still parsed and
+//! written by serde with the types `Call` has, so each is exactly what `Call` would write. The
+//! keys and their order are `Call`'s: the storage tests compare the two writers call by call,
+//! with every field set, so a field added to `Call` and not here fails them.
+
+use std::collections::BTreeMap;
+
+use rusqlite::types::ValueRef;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use voiceplane_core::model::{
+    AnalysisStatus, CallAnalysis, CallJson, CallStatus, CallType, ProviderError, UsageCharge,
+};
+use voiceplane_core::telephony::TelephonyProvider;
+use voiceplane_core::telephony::progress::AnsweredBy;
+use voiceplane_core::time::Timestamp;
+
+use crate::direct::Fields;
+
+/// The columns [`write`] reads, in the order it reads them, each with what precedes its value:
+/// `Call`'s fields, `client_id` being `organization_id`.
+const FIELDS: [(&str, &str); 31] = [
+    ("call_sid", "{\"call_sid\":"),
+    ("to_number", ",\"to_number\":"),
+    ("from_number", ",\"from_number\":"),
+    ("agent_id", ",\"agent_id\":"),
+    ("agent_name", ",\"agent_name\":"),
+    ("organization_id", ",\"client_id\":"),
+    ("call_type", ",\"call_type\":"),
+    ("status", ",\"status\":"),
+    ("recording_enabled", ",\"recording_enabled\":"),
+    ("total_cost", ",\"total_cost\":"),
+    ("cost_breakdown", ",\"cost_breakdown\":"),
+    ("duration_seconds", ",\"duration_seconds\":"),
+    ("turn_count", ",\"turn_count\":"),
+    ("created_at", ",\"created_at\":"),
+    ("updated_at", ",\"updated_at\":"),
+    ("start_time", ",\"start_time\":"),
+    ("end_time", ",\"end_time\":"),
+    ("end_reason", ",\"end_reason\":"),
+    ("billing_status", ",\"billing_status\":"),
+    ("provider", ",\"provider\":"),
+    ("provider_call_id", ",\"provider_call_id\":"),
+    ("phone_number_id", ",\"phone_number_id\":"),
+    ("answered_by", ",\"answered_by\":"),
+    ("dynamic_variables", ",\"dynamic_variables\":"),
+    ("metadata", ",\"metadata\":"),
+    ("provider_error", ",\"provider_error\":"),
+    ("agent_version", ",\"agent_version\":"),
+    ("timezone", ",\"timezone\":"),
+    ("analysis_status", ",\"analysis_status\":"),
+    ("analysis", ",\"analysis\":"),
+    ("analysis_error", ",\"analysis_error\":"),
+];
+
+/// The columns of [`FIELDS`], as a decoder names them.
+pub(crate) const COLUMNS: &[&str] = &{
+    let mut names = [""; FIELDS.len()];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        names[i] = FIELDS[i].0;
+        i += 1;
+    }
+    names
+};
+
+fn invalid(column: &str, why: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        0,
+        rusqlite::types::Type::Text,
+        format!("column calls.{column}: {why}").into(),
+    )
+}
+
+/// The JSON being written.
+struct Out {
+    json: Vec<u8>,
+}
+
+impl Out {
+    fn serde<T: Serialize + ?Sized>(&mut self, column: &str, value: &T) -> rusqlite::Result<()> {
+        serde_json::to_writer(&mut self.json, value).map_err(|e| invalid(column, e))
+    }
+}
+
+fn text<'a>(column: &str, value: ValueRef<'a>) -> rusqlite::Result<Option<&'a str>> {
+    match value {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| invalid(column, e)),
+        _ => Err(invalid(column, "not text")),
+    }
+}
+
+fn integer(column: &str, value: ValueRef<'_>) -> rusqlite::Result<Option<i64>> {
+    match value {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(i) => Ok(Some(i)),
+        _ => Err(invalid(column, "not an integer")),
+    }
+}
+
+/// As rusqlite reads an `f64`: a real, or an integer (SQLite stores integral reals so).
+#[allow(clippy::cast_precision_loss)]
+fn real(column: &str, value: ValueRef<'_>) -> rusqlite::Result<Option<f64>> {
+    match value {
+        ValueRef::Null => Ok(None),
+        ValueRef::Real(f) => Ok(Some(f)),
+        ValueRef::Integer(i) => Ok(Some(i as f64)),
+        _ => Err(invalid(column, "not a number")),
+    }
+}
+
+fn required<T>(column: &str, value: Option<T>) -> rusqlite::Result<T> {
+    value.ok_or_else(|| invalid(column, "is NULL"))
+}
+
+/// The next column, as the `Call` field of its type writes it.
+struct Row<'f, 'r, 's> {
+    fields: &'f mut Fields<'r, 's>,
+    at: usize,
+    out: Out,
+}
+
+impl<'r> Row<'_, 'r, '_> {
+    /// The next column's name and value, with what precedes its value written.
+    fn next(&mut self) -> rusqlite::Result<(&'static str, ValueRef<'r>)> {
+        let (column, key) = FIELDS[self.at];
+        self.at += 1;
+        let value = self.fields.next_ref()?;
+        self.out.json.extend_from_slice(key.as_bytes());
+        Ok((column, value))
+    }
+
+    fn string(&mut self) -> rusqlite::Result<&'r str> {
+        let (column, value) = self.next()?;
+        let value = required(column, text(column, value)?)?;
+        self.out.serde(column, value)?;
+        Ok(value)
+    }
+
+    fn optional_string(&mut self) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        let value = text(column, value)?;
+        self.out.serde(column, &value)
+    }
+
+    /// An enum stored as its wire name, checked as `call_from` checks it.
+    fn enumeration<T: Serialize + DeserializeOwned>(
+        &mut self,
+        optional: bool,
+    ) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        let value = match text(column, value)? {
+            Some(name) => Some(
+                crate::convert::parse_enum::<T>(column, name).map_err(|e| invalid(column, e))?,
+            ),
+            None if optional => None,
+            None => return Err(invalid(column, "is NULL")),
+        };
+        self.out.serde(column, &value)
+    }
+
+    fn boolean(&mut self) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        let value = required(column, integer(column, value)?)? != 0;
+        self.out.serde(column, &value)
+    }
+
+    fn real(&mut self, optional: bool) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        let value = real(column, value)?;
+        if !optional {
+            required(column, value)?;
+        }
+        self.out.serde(column, &value)
+    }
+
+    fn integer(&mut self, optional: bool) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        let value = integer(column, value)?;
+        if !optional {
+            required(column, value)?;
+        }
+        self.out.serde(column, &value)
+    }
+
+    fn timestamp(&mut self, optional: bool) -> rusqlite::Result<Option<Timestamp>> {
+        let (column, value) = self.next()?;
+        let value = integer(column, value)?.map(Timestamp::from_micros);
+        if !optional {
+            required(column, value)?;
+        }
+        self.out.serde(column, &value)?;
+        Ok(value)
+    }
+
+    /// A JSON column holding a `T`: `NULL` is written as `null_as` (an error without one); an
+    /// object type's empty object is copied; anything else goes through `T`.
+    fn json<T: Serialize + DeserializeOwned>(
+        &mut self,
+        null_as: Option<&[u8]>,
+        object: bool,
+    ) -> rusqlite::Result<()> {
+        let (column, value) = self.next()?;
+        match (text(column, value)?, null_as) {
+            (None, Some(null_as)) => self.out.json.extend_from_slice(null_as),
+            (None, None) => return Err(invalid(column, "is NULL")),
+            (Some("{}"), _) if object => self.out.json.extend_from_slice(b"{}"),
+            (Some(stored), _) => {
+                let parsed: T = serde_json::from_str(stored).map_err(|e| invalid(column, e))?;
+                self.out.serde(column, &parsed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The call of the current row as `Call` serializes it, reading [`COLUMNS`] in order.
+pub(crate) fn write(fields: &mut Fields<'_, '_>) -> rusqlite::Result<CallJson> {
+    let mut row = Row {
+        fields,
+        at: 0,
+        out: Out {
+            json: Vec::with_capacity(768),
+        },
+    };
+    let call_sid = row.string()?.to_owned();
+    row.string()?; // to_number
+    row.optional_string()?; // from_number
+    row.string()?; // agent_id
+    row.optional_string()?; // agent_name
+    row.string()?; // organization_id, as client_id
+    row.enumeration::<CallType>(false)?;
+    row.enumeration::<CallStatus>(false)?;
+    row.boolean()?; // recording_enabled
+    row.real(false)?; // total_cost
+    row.json::<Vec<UsageCharge>>(Some(b"[]"), false)?; // cost_breakdown
+    row.real(true)?; // duration_seconds
+    row.integer(false)?; // turn_count
+    let created_at = row.timestamp(false)?.unwrap_or(Timestamp::from_micros(0));
+    row.timestamp(false)?; // updated_at
+    row.timestamp(true)?; // start_time
+    row.timestamp(true)?; // end_time
+    row.optional_string()?; // end_reason
+    row.optional_string()?; // billing_status
+    row.enumeration::<TelephonyProvider>(true)?;
+    row.optional_string()?; // provider_call_id
+    row.optional_string()?; // phone_number_id
+    row.enumeration::<AnsweredBy>(true)?;
+    row.json::<BTreeMap<String, String>>(None, true)?; // dynamic_variables
+    row.json::<serde_json::Map<String, serde_json::Value>>(None, true)?; // metadata
+    row.json::<Option<ProviderError>>(Some(b"null"), false)?; // provider_error
+    row.integer(true)?; // agent_version
+    row.optional_string()?; // timezone
+    row.enumeration::<AnalysisStatus>(true)?;
+    row.json::<Option<CallAnalysis>>(Some(b"null"), false)?; // analysis
+    row.optional_string()?; // analysis_error
+    let mut json = row.out.json;
+    json.push(b'}');
+    let json = String::from_utf8(json).map_err(|e| invalid("call_sid", e))?;
+    Ok(CallJson {
+        created_at,
+        call_sid,
+        json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use sea_orm::{ConnectionTrait as _, EntityTrait as _};
+    use serde_json::json;
+    use voiceplane_core::model::{Call, CallQuery, UsageComponent, UsageUnit};
+    use voiceplane_core::page::PageQuery;
+    use voiceplane_core::repo::CallQueryRepository as _;
+
+    use super::*;
+    use crate::entity::call;
+    use crate::{DatabaseOptions, SeaRepository};
+
+    /// Calls with every field set, or none, and text that JSON must escape.
+    fn calls(org: &str) -> Vec<Call> {
+        let statuses = [
+            CallStatus::Queued,
+            CallStatus::Ringing,
+            CallStatus::InProgress,
+            CallStatus::Completed,
+            CallStatus::Failed,
+            CallStatus::Busy,
+            CallStatus::NoAnswer,
+            CallStatus::Canceled,
+        ];
+        let types = [CallType::Inbound, CallType::Outbound, CallType::Preview];
+        (0..16)
+            .map(|i| {
+                let mut c = Call::new(
+                    format!("call_{i:016x}"),
+                    org,
+                    None,
+                    types[i % 3],
+                    format!("+1415555{i:04}"),
+                    Timestamp::from_micros(1_764_000_000_123_456 + i as i64 * 1_000_001),
+                );
+                c.status = statuses[i % statuses.len()];
+                if i.is_multiple_of(2) {
+                    continue_full(&mut c, i);
+                }
+                c
+            })
+            .collect()
+    }
+
+    fn continue_full(c: &mut Call, i: usize) {
+        c.from_number = Some("+16505550100".into());
+        c.agent_id = format!("agent_{i}");
+        c.agent_name = Some("Dana \"the\" agent\\ \u{e9}\u{1F600}\n\t\u{1}".into());
+        c.recording_enabled = true;
+        c.total_cost = 0.1 + i as f64 / 3.0;
+        c.cost_breakdown = vec![UsageCharge {
+            component: UsageComponent::Llm,
+            provider: "openai".into(),
+            model: Some("gpt-4o".into()),
+            quantity: 1234.0,
+            unit: UsageUnit::InputTokens,
+            credits: Some(0.5),
+        }];
+        c.duration_seconds = Some(61.5);
+        c.turn_count = 7;
+        c.updated_at = Timestamp::from_micros(1_764_000_100_000_000);
+        c.start_time = Some(Timestamp::from_micros(1_764_000_001_000_000));
+        c.end_time = Some(Timestamp::from_micros(253_402_300_799_999_999));
+        c.end_reason = Some("customer_hangup".into());
+        c.billing_status = Some("billed".into());
+        c.provider = Some(if i.is_multiple_of(4) {
+            TelephonyProvider::Twilio
+        } else {
+            TelephonyProvider::Telnyx
+        });
+        c.provider_call_id = Some(format!("CA{i}"));
+        c.phone_number_id = Some("pn_1".into());
+        c.answered_by = Some([AnsweredBy::Human, AnsweredBy::Machine, AnsweredBy::Unknown][i % 3]);
+        c.dynamic_variables = [("name".to_owned(), "Zoë <b>".to_owned())].into();
+        c.metadata = json!({"b": [1, 2.5, null, true], "a": {"nested": "x\u{7f}"}, "big": 9007199254740993_u64})
+            .as_object()
+            .unwrap()
+            .clone();
+        c.provider_error = Some(ProviderError {
+            code: "21215".into(),
+            message: "Geo permission \"denied\"".into(),
+        });
+        c.agent_version = Some(3);
+        c.timezone = Some("Europe/Paris".into());
+        c.analysis_status = Some(
+            [
+                AnalysisStatus::Pending,
+                AnalysisStatus::Completed,
+                AnalysisStatus::Failed,
+            ][i % 3],
+        );
+        c.analysis = Some(CallAnalysis {
+            summary: Some("Booked.".into()),
+            successful: Some(true),
+            fields: json!({"date": "2026-12-01", "count": 2})
+                .as_object()
+                .unwrap()
+                .clone(),
+            model: "gpt-4o-mini".into(),
+            analyzed_at: Timestamp::from_micros(1_764_000_200_000_001),
+        });
+        c.analysis_error = Some("none".into());
+    }
+
+    /// Each row of a page is exactly what `Call` serializes to, on a file database (where the
+    /// direct reads run).
+    #[tokio::test]
+    async fn rows_are_written_as_calls_serialize() {
+        let dir = std::env::temp_dir().join(format!("vp-call-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.join("c.db").display());
+        let repo = SeaRepository::connect(&DatabaseOptions::new(url))
+            .await
+            .unwrap();
+        repo.migrate().await.unwrap();
+        assert!(repo.direct().is_some(), "a file database is read directly");
+        let org = "org_0000000000000001";
+        repo.db
+            .execute_unprepared(&format!(
+                "INSERT INTO organizations (organization_id, name, created_at) VALUES ('{org}', 'T', 0)"
+            ))
+            .await
+            .unwrap();
+        let mut expected = calls(org);
+        for c in &expected {
+            call::Entity::insert(crate::repo::calls::call_row(c).unwrap())
+                .exec_without_returning(&repo.db)
+                .await
+                .unwrap();
+        }
+        expected.reverse();
+        let page = PageQuery {
+            limit: 100,
+            after: None,
+        };
+        let query = CallQuery::default();
+        let typed = repo.call_list(org, &query, &page).await.unwrap();
+        assert_eq!(typed, expected, "the calls read back as written");
+        let written = repo.call_list_json(org, &query, &page).await.unwrap();
+        assert_eq!(written.len(), expected.len());
+        for (call, json) in typed.iter().zip(&written) {
+            assert_eq!(json.json, serde_json::to_string(call).unwrap());
+            assert_eq!(
+                (json.created_at, &json.call_sid),
+                (call.created_at, &call.call_sid)
+            );
+        }
+        drop(repo);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
