@@ -59,6 +59,8 @@ pub struct Api {
     pub(crate) openapi: fn() -> &'static serde_json::Value,
     /// The request series' handles.
     pub(crate) metrics: Arc<crate::metrics::RequestMetrics>,
+    /// Answers kept with their entity tags.
+    pub(crate) representations: Arc<crate::represent::Representations>,
 }
 
 impl Api {

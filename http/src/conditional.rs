@@ -98,9 +98,10 @@ pub(crate) async fn run(
     }
 }
 
-/// `response` with its `ETag`, when it is a 200: the body is complete JSON, read at once.
+/// `response` with its `ETag`, when it is a 200: the body is complete JSON, read at once. An
+/// answer kept with its tag (`represent.rs`) has it already.
 async fn tag(response: Response<ResponseBody>) -> Response<ResponseBody> {
-    if response.status() != StatusCode::OK {
+    if response.status() != StatusCode::OK || response.headers().contains_key(header::ETAG) {
         return response;
     }
     let (mut parts, body) = response.into_parts();

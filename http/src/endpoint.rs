@@ -408,6 +408,23 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Page<T> {
     }
 }
 
+/// `200 {"success": true, "data": …}` written before, with its `ETag`
+/// ([`crate::represent`]); described as [`Data<T>`].
+pub(crate) struct TaggedData<T>(
+    pub(crate) crate::represent::Tagged,
+    pub(crate) std::marker::PhantomData<T>,
+);
+
+impl<T: Serialize + JsonSchema + 'static> Reply for TaggedData<T> {
+    fn into_response(self) -> Response<ResponseBody> {
+        response::tagged(self.0.body, self.0.etag)
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        Data::<T>::describe(spec, schemas);
+    }
+}
+
 /// A page of the call list, its calls already JSON: answered as the [`Page`] of `Call`s it was
 /// written from, and described as one.
 pub(crate) struct CallPage(pub(crate) Page<voiceplane_core::model::CallJson>);

@@ -83,6 +83,7 @@ pub mod operation;
 pub mod ops;
 mod protect;
 mod query;
+mod represent;
 mod response;
 mod serve;
 mod stream;
@@ -134,6 +135,7 @@ impl Api {
             limits: None,
             openapi: openapi_document,
             metrics: Arc::new(metrics::RequestMetrics::new()),
+            representations: Arc::new(represent::Representations::new()),
         }
     }
 

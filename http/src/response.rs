@@ -158,6 +158,33 @@ impl<'a> Pagination<'a> {
     }
 }
 
+/// The bytes of `{"success": true, "data": data}`.
+pub(crate) fn data_bytes<T: Serialize + ?Sized>(
+    data: &T,
+) -> Result<Vec<u8>, crate::error::ApiError> {
+    serde_json::to_vec(&DataEnvelope {
+        success: Success,
+        data,
+    })
+    .map_err(|e| {
+        crate::error::ApiError::from(voiceplane_core::Error::Internal(format!(
+            "could not serialize a response: {e}"
+        )))
+    })
+}
+
+/// `200` with `body`, JSON written before, and its `ETag`.
+pub(crate) fn tagged(body: Bytes, etag: HeaderValue) -> Response<ResponseBody> {
+    let mut response = Response::new(full(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(header::ETAG, etag);
+    response
+}
+
 /// `{"success": true, "data": data}` with `status`.
 pub(crate) fn data<T: Serialize + ?Sized>(status: StatusCode, data: &T) -> Response<ResponseBody> {
     json(

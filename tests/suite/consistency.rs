@@ -461,7 +461,63 @@ async fn every_conditional_write_checks_its_tag(ctx: &TestContext) {
     two.stop().await;
 }
 
+/// An agent's answer is kept with its tag between reads, and follows every change: its own
+/// PATCH through another instance, and a phone number assigned to it (which the agent shows).
+async fn an_agents_kept_answer_follows_its_changes(ctx: &TestContext) {
+    let two = TwoInstances::start(ctx).await;
+    let (c, other) = (two.caller(0), two.caller(1));
+    let all = OneOfEach::create(&c).await;
+    let first = tagged(&c, &all.agent).await;
+    assert_eq!(tagged(&c, &all.agent).await, first, "read again, unchanged");
+    let patched = other
+        .request(Method::PATCH, &all.agent)
+        .json(&json!({"llm_temperature": 0.2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), StatusCode::OK);
+    let patch_tag = patched.headers()["etag"].to_str().unwrap().to_owned();
+    let patch_body: Value = patched.json().await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let second = loop {
+        let now = tagged(&c, &all.agent).await;
+        if now != first || std::time::Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(second, (patch_tag, patch_body), "the PATCH's tag and body");
+    assert_eq!(second.1["data"]["llm_temperature"], 0.2);
+    let assigned = other
+        .request(Method::PATCH, &all.number)
+        .json(&json!({"assigned_agent_id": all.agent_id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(assigned.status(), StatusCode::OK);
+    let third = loop {
+        let now = tagged(&c, &all.agent).await;
+        if now != second || std::time::Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_ne!(third.0, second.0, "a new tag");
+    let number_id = all.number.rsplit('/').next().unwrap();
+    assert!(
+        third.1["data"]["assigned_phone_number_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == number_id),
+        "{}",
+        third.1
+    );
+    two.stop().await;
+}
+
 db_tests!(
+    an_agents_kept_answer_follows_its_changes,
     every_conditional_write_checks_its_tag,
     concurrent_patches_of_different_fields_all_survive,
     one_of_eight_if_match_writers_wins_across_instances,

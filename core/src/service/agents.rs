@@ -188,11 +188,19 @@ impl Service {
 
     /// One agent of the organization.
     pub async fn agent_view(&self, actor: &Actor, agent_id: &str) -> Result<Agent> {
+        Ok(Agent::clone(
+            &*self.agent_view_shared(actor, agent_id).await?,
+        ))
+    }
+
+    /// [`agent_view`](Self::agent_view) without the copy: the agent as this instance keeps
+    /// it, the same `Arc` until it changes (or is evicted), so that a caller may keep what it
+    /// derives from it (its JSON) beside it.
+    pub async fn agent_view_shared(&self, actor: &Actor, agent_id: &str) -> Result<Arc<Agent>> {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
         self.agent_cached(&actor.organization_id, &id)
             .await?
-            .map(|a| Agent::clone(&a))
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }
 

@@ -4,7 +4,7 @@ use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Agent, AgentUpdate, AgentVersion, NewAgent, Outcome, PublishAgent};
 use voiceplane_core::page::{Page, PageParams};
 
-use crate::endpoint::{Created, Cx, Data, Json, Query, handler};
+use crate::endpoint::{Created, Cx, Data, Json, Query, TaggedData, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -65,8 +65,12 @@ async fn agent_view(
     cx: Cx,
     (agent_id,): (String,),
     (actor,): (Actor,),
-) -> Result<Data<Agent>, ApiError> {
-    Ok(Data(cx.service().agent_view(&actor, &agent_id).await?))
+) -> Result<TaggedData<Agent>, ApiError> {
+    let agent = cx.service().agent_view_shared(&actor, &agent_id).await?;
+    Ok(TaggedData(
+        cx.api.representations.agent(&agent)?,
+        std::marker::PhantomData,
+    ))
 }
 
 const AGENT_UPDATE: Operation = Operation::patch("/api/agents/{agent_id}", handler!(agent_update))
