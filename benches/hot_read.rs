@@ -311,12 +311,12 @@ fn selected(label: &str) -> bool {
         .map_or(true, |list| list.split(',').any(|l| l.trim() == label))
 }
 
-/// The cores `0..n` as a `taskset` list.
-fn first_cores(n: usize) -> String {
+/// The `n` cores from `first` on, as a `taskset` list.
+fn core_list(first: usize, n: usize) -> String {
     if n == 1 {
-        "0".to_owned()
+        first.to_string()
     } else {
-        format!("0-{}", n - 1)
+        format!("{first}-{}", first + n - 1)
     }
 }
 
@@ -386,7 +386,7 @@ async fn measure(
 ) -> Vec<Sample> {
     let rounds: usize = env_or("VOICEPLANE_BENCH_ROUNDS", 3);
     let secs: u64 = env_or("VOICEPLANE_BENCH_SECS", 10);
-    let on = first_cores(cores);
+    let on = core_list(0, cores);
     let raw = Process::spawn({
         let mut cmd = pinned(bin, &on);
         cmd.args(["static", "raw"]);
@@ -598,11 +598,7 @@ fn main() -> std::process::ExitCode {
     );
     let wrk_cores: usize = env_or("VOICEPLANE_BENCH_WRK_CORES", total - most).min(total - most);
     let load = Load {
-        cores: if wrk_cores == 1 {
-            most.to_string()
-        } else {
-            format!("{most}-{}", most + wrk_cores - 1)
-        },
+        cores: core_list(most, wrk_cores),
         threads: wrk_cores,
     };
     let rt = tokio::runtime::Builder::new_current_thread()

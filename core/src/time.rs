@@ -63,9 +63,15 @@ impl Timestamp {
 
     /// RFC 3339 in UTC with microseconds, e.g. `2026-01-31T12:00:00.000000Z`.
     pub fn to_rfc3339(self) -> String {
+        self.with_rfc3339(str::to_owned)
+    }
+
+    /// `f` of the RFC 3339 form, written without allocating for the years 0 to 9999.
+    fn with_rfc3339<R>(self, f: impl FnOnce(&str) -> R) -> R {
         match self.rfc3339_digits() {
-            Some(digits) => String::from_utf8_lossy(&digits).into_owned(),
-            None => self.to_rfc3339_by_chrono(),
+            // ASCII digits and separators, so always UTF-8.
+            Some(digits) => f(std::str::from_utf8(&digits).unwrap_or_default()),
+            None => f(&self.to_rfc3339_by_chrono()),
         }
     }
 
@@ -105,19 +111,13 @@ impl Timestamp {
 
 impl std::fmt::Display for Timestamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.rfc3339_digits() {
-            Some(digits) => f.write_str(std::str::from_utf8(&digits).unwrap_or_default()),
-            None => f.write_str(&self.to_rfc3339_by_chrono()),
-        }
+        self.with_rfc3339(|s| f.write_str(s))
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        match self.rfc3339_digits() {
-            Some(digits) => s.serialize_str(std::str::from_utf8(&digits).unwrap_or_default()),
-            None => s.serialize_str(&self.to_rfc3339_by_chrono()),
-        }
+        self.with_rfc3339(|t| s.serialize_str(t))
     }
 }
 

@@ -113,10 +113,15 @@ async fn tag(response: Response<ResponseBody>) -> Response<ResponseBody> {
             return response::internal_error_response();
         }
     };
-    if let Ok(etag) = HeaderValue::from_str(&entity_tag(&bytes)) {
+    if let Some(etag) = etag_of_body(&bytes) {
         parts.headers.insert(header::ETAG, etag);
     }
     Response::from_parts(parts, response::full(bytes))
+}
+
+/// The `ETag` header of a complete body: its [`entity_tag`] (always a valid header value).
+pub(crate) fn etag_of_body(body: &[u8]) -> Option<HeaderValue> {
+    HeaderValue::from_str(&entity_tag(body)).ok()
 }
 
 fn etag_of(response: &Response<ResponseBody>) -> Option<String> {

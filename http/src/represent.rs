@@ -14,7 +14,6 @@ use http::HeaderValue;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use voiceplane_core::model::Agent;
-use voiceplane_core::precondition::entity_tag;
 
 use crate::error::ApiError;
 use crate::response;
@@ -75,10 +74,10 @@ impl Representations {
             return Ok(kept.answer);
         }
         let body = Bytes::from(response::data_bytes(&**agent)?);
-        let etag = HeaderValue::from_str(&entity_tag(&body)).map_err(|e| {
-            ApiError::from(voiceplane_core::Error::Internal(format!(
-                "an entity tag is not a header value: {e}"
-            )))
+        let etag = crate::conditional::etag_of_body(&body).ok_or_else(|| {
+            ApiError::from(voiceplane_core::Error::Internal(
+                "an entity tag is not a header value".into(),
+            ))
         })?;
         let answer = Tagged { body, etag };
         self.agents.insert(

@@ -28,19 +28,22 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
         .boxed_unsync()
 }
 
+/// `bytes`, JSON already, as a response with `status`.
+fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response<ResponseBody> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// `value` as a JSON response with `status`. A value that cannot be serialized (a bug) is
 /// logged and answered with a 500.
 pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<ResponseBody> {
     match serde_json::to_vec(value) {
-        Ok(bytes) => {
-            let mut response = Response::new(full(bytes));
-            *response.status_mut() = status;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
+        Ok(bytes) => json_bytes(status, bytes),
         Err(e) => {
             tracing::error!(error = %e, "could not serialize a response");
             internal_error_response()
@@ -68,13 +71,10 @@ pub(crate) fn without_body(response: Response<ResponseBody>) -> Response<Respons
 
 /// The response sent when even serializing a response failed.
 pub(crate) fn internal_error_response() -> Response<ResponseBody> {
-    let mut response = Response::new(full(&br#"{"detail":"internal server error"}"#[..]));
-    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    json_bytes(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &br#"{"detail":"internal server error"}"#[..],
+    )
 }
 
 /// `"success": true`, always: serialized as `true` and described as the constant.
@@ -175,13 +175,8 @@ pub(crate) fn data_bytes<T: Serialize + ?Sized>(
 
 /// `200` with `body`, JSON written before, and its `ETag`.
 pub(crate) fn tagged(body: Bytes, etag: HeaderValue) -> Response<ResponseBody> {
-    let mut response = Response::new(full(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::ETAG, etag);
+    let mut response = json_bytes(StatusCode::OK, body);
+    response.headers_mut().insert(header::ETAG, etag);
     response
 }
 
@@ -249,12 +244,7 @@ pub(crate) fn page_of_json<T>(page: &Page<T>, json: impl Fn(&T) -> &str) -> Resp
         return internal_error_response();
     }
     body.push(b'}');
-    let mut response = Response::new(full(body));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    json_bytes(StatusCode::OK, body)
 }
 
 /// `200` with a cursor-list envelope whose pagination has `total_count`.

@@ -60,11 +60,7 @@ pub trait CallQueryRepository: Send + Sync {
         query: &CallQuery,
         page: &PageQuery,
     ) -> Result<Vec<CallJson>> {
-        self.call_list(organization_id, query, page)
-            .await?
-            .iter()
-            .map(CallJson::of)
-            .collect()
+        CallJson::of_all(&self.call_list(organization_id, query, page).await?)
     }
     /// Totals over the organization's calls that match `query` (whose `terms` must be empty),
     /// and per group when `group_by` is given, aggregated by the database.

@@ -108,6 +108,11 @@ impl CallJson {
                 .map_err(|e| crate::error::Error::Internal(format!("encoding a call: {e}")))?,
         })
     }
+
+    /// Every one of `calls` serialized: a page read as `Call`s.
+    pub fn of_all(calls: &[Call]) -> crate::error::Result<Vec<Self>> {
+        calls.iter().map(Self::of).collect()
+    }
 }
 
 /// A call.

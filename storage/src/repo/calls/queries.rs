@@ -317,12 +317,7 @@ impl CallQueryRepository for SeaRepository {
         page: &PageQuery,
     ) -> Result<Vec<CallJson>> {
         let Some(direct) = self.direct() else {
-            return self
-                .call_list(organization_id, query, page)
-                .await?
-                .iter()
-                .map(CallJson::of)
-                .collect();
+            return CallJson::of_all(&self.call_list(organization_id, query, page).await?);
         };
         let statement =
             list_statement(self.db.get_database_backend(), organization_id, query, page);
