@@ -6,7 +6,8 @@
 //! of its CPU in futex waits and wake-ups (see docs/ARCHITECTURE.md, "The hot read path").
 //! These reads run the same SQL, built by SeaORM for SQLite, through rusqlite instead: the
 //! credential version, a key by the hash of its secret, an agent with its numbers, and a page
-//! of calls. Everything else, and every write, still goes through SeaORM and sqlx.
+//! of calls. Everything else still goes through SeaORM and sqlx, and so does every write but
+//! an incoming call's, which runs here as one transaction on one thread (`write.rs`).
 //!
 //! A read is tens of microseconds, but it can also wait: on the file's locks (up to the 5 s
 //! busy timeout, while another process recovers or checkpoints the database) or on a slow
@@ -49,6 +50,9 @@ use voiceplane_core::{Error, Result};
 use crate::entity::{agent, api_key, call, phone_number};
 use crate::repo::changes::READ_VERSIONS as READ_VERSIONS_SQL;
 
+mod write;
+pub(crate) use write::WriteTurn;
+
 /// Idle connections kept for the next reads: one for each reader.
 const MAX_IDLE: usize = 8;
 
@@ -71,6 +75,8 @@ pub(crate) struct DirectReads {
     wal: Mutex<Option<Option<WalWatch>>>,
     /// One permit per read running on a blocking thread.
     running: Arc<Semaphore>,
+    /// The connection of the direct writes (`write.rs`), between them.
+    writer: Mutex<Option<Connection>>,
 }
 
 /// The reads that block, handed to the closure of [`DirectReads::run`] on a blocking thread:
@@ -157,9 +163,9 @@ fn failed(e: rusqlite::Error) -> Error {
                     | rusqlite::ErrorCode::CannotOpen
             ) =>
         {
-            Error::Unavailable(format!("the database cannot be read: {e}"))
+            Error::Unavailable(format!("the database cannot be used: {e}"))
         }
-        e => Error::Internal(format!("direct read failed: {e}")),
+        e => Error::Internal(format!("a direct statement failed: {e}")),
     }
 }
 
@@ -174,6 +180,7 @@ impl DirectReads {
             idle: Mutex::default(),
             wal: Mutex::default(),
             running: Arc::new(Semaphore::new(readers)),
+            writer: Mutex::default(),
         }
     }
 
@@ -386,7 +393,7 @@ fn values(statement: &Statement) -> Result<Vec<Lite>> {
                 | Value::Bytes(None) => Lite::Null,
                 other => {
                     return Err(Error::Internal(format!(
-                        "no SQLite value for {other:?} in a direct read"
+                        "no SQLite value for {other:?} in a direct statement"
                     )));
                 }
             })

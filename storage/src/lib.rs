@@ -91,6 +91,7 @@ pub mod blob;
 mod convert;
 mod direct;
 mod entity;
+mod exec;
 mod migration;
 mod monitor;
 mod pool;
@@ -168,6 +169,10 @@ impl SeaRepository {
             } else {
                 opt.max_connections(options.max_connections.unwrap_or(8));
             }
+            // sqlx pings a connection before lending it (a hand-off to its thread and back, the
+            // cost of a statement) to find one a server dropped; a file has no server, and a
+            // broken connection is still found when it is given back (sqlx pings it then).
+            opt.test_before_acquire(false);
         } else {
             opt.max_connections(options.max_connections.unwrap_or(16));
             if let Some(schema) = &options.schema {

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::direct::WriteTurn;
 use sea_orm::{
     AccessMode, ConnAcquireErr, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
     DbBackend, DbErr, ExecResult, IsolationLevel, QueryResult, SqliteTransactionMode, Statement,
@@ -87,6 +88,25 @@ impl Db {
     /// connection, if there is one.
     fn writing(&self) -> &DatabaseConnection {
         self.writer.as_ref().unwrap_or(&self.inner)
+    }
+
+    /// The writing connection of a SQLite file, taken for a direct write (`direct/write.rs`)
+    /// so that no transaction of the pool writes until it is given back; `None` without one.
+    pub(crate) async fn write_turn(&self) -> Result<Option<WriteTurn>, DbErr> {
+        let Some(writer) = &self.writer else {
+            return Ok(None);
+        };
+        let pool = writer.get_sqlite_connection_pool();
+        self.patiently(|| async {
+            pool.acquire().await.map_err(|e| {
+                DbErr::ConnectionAcquire(match e {
+                    sea_orm::sqlx::Error::PoolTimedOut => ConnAcquireErr::Timeout,
+                    _ => ConnAcquireErr::ConnectionClosed,
+                })
+            })
+        })
+        .await
+        .map(Some)
     }
 
     /// The database's dialect.

@@ -94,6 +94,9 @@ pub struct Service {
     keys: Arc<VersionedCache<crate::model::ApiKey>>,
     /// The agents this instance has read, by id (shared by clones).
     agents: Arc<VersionedCache<Agent>>,
+    /// The phone numbers incoming calls were routed by, by organization and number, kept at
+    /// the agents' version, which every change of a number raises (shared by clones).
+    numbers: Arc<VersionedCache<crate::model::PhoneNumber>>,
     /// Published versions this instance has read, by agent id and version: a version never
     /// changes, so nothing invalidates them (shared by clones).
     versions: Arc<VersionCache>,
@@ -206,6 +209,7 @@ impl Service {
             knowledge_timeout: std::time::Duration::from_secs(60),
             keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
             agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),
+            numbers: Arc::new(VersionedCache::new(10_000, |_| 1)),
             versions: Arc::new(quick_cache::sync::Cache::new(1_000)),
             analyzer: None,
             analysis_policy: crate::webhooks::TargetPolicy::default(),

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Query;
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
 use voiceplane_core::Result;
 use voiceplane_core::model::{AuditActor, AuditEntry, AuditFilter};
 use voiceplane_core::page::PageQuery;
@@ -15,6 +15,7 @@ use super::{all, keyset};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts};
 use crate::entity::audit;
+use crate::exec::Exec;
 
 fn entry_from(m: audit::Model) -> Result<AuditEntry> {
     Ok(AuditEntry {
@@ -36,12 +37,12 @@ fn entry_from(m: audit::Model) -> Result<AuditEntry> {
 
 /// Stores `entry` of `organization_id` through `db`, which must be the transaction of the
 /// change it records: both commit or roll back together.
-pub(crate) async fn record_audit<C: ConnectionTrait>(
+pub(crate) async fn record_audit<C: Exec>(
     db: &C,
     organization_id: &str,
     entry: &AuditEntry,
 ) -> Result<()> {
-    audit::Entity::insert(audit::ActiveModel {
+    let insert = audit::Entity::insert(audit::ActiveModel {
         audit_id: Set(entry.audit_id.clone()),
         organization_id: Set(organization_id.to_owned()),
         created_at: Set(entry.created_at.as_micros()),
@@ -54,10 +55,8 @@ pub(crate) async fn record_audit<C: ConnectionTrait>(
         changes: Set(to_json(&entry.changes)?),
         request_id: Set(entry.request_id.clone()),
         ip: Set(entry.ip.clone()),
-    })
-    .exec_without_returning(db)
-    .await
-    .map_err(db_err)?;
+    });
+    db.run(insert.build(db.backend())).await?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Query;
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
 use voiceplane_core::Result;
 use voiceplane_core::model::{Event, EventType};
 use voiceplane_core::page::PageQuery;
@@ -14,6 +14,7 @@ use super::{all, keyset, one};
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts};
 use crate::entity::event;
+use crate::exec::Exec;
 
 pub(super) fn event_from(m: event::Model) -> Result<Event> {
     Ok(Event {
@@ -28,22 +29,20 @@ pub(super) fn event_from(m: event::Model) -> Result<Event> {
 /// Stores `event` of `organization_id` through `db`, which must be the transaction of the
 /// write the event records: the change, its event, its audit entry (when a caller made the
 /// change) and the event's webhook deliveries (with their jobs) commit or roll back together.
-pub(crate) async fn record_event<C: ConnectionTrait>(
+pub(crate) async fn record_event<C: Exec>(
     db: &C,
     organization_id: &str,
     event: &Event,
 ) -> Result<()> {
-    event::Entity::insert(event::ActiveModel {
+    let insert = event::Entity::insert(event::ActiveModel {
         event_id: Set(event.event_id.clone()),
         organization_id: Set(organization_id.to_owned()),
         event_type: Set(event.event_type.as_str().to_owned()),
         created_at: Set(event.created_at.as_micros()),
         data: Set(to_json(&event.data)?),
         resource_id: Set(event.resource_id().map(str::to_owned)),
-    })
-    .exec_without_returning(db)
-    .await
-    .map_err(db_err)?;
+    });
+    db.run(insert.build(db.backend())).await?;
     if let Some(entry) = &event.audit {
         super::record_audit(db, organization_id, entry).await?;
     }
@@ -52,7 +51,7 @@ pub(crate) async fn record_event<C: ConnectionTrait>(
 
 /// [`record_event`] when the write changed a row (`rows_affected` of an update by id): a
 /// row deleted under the write changes nothing, so it records nothing.
-pub(crate) async fn record_if_changed<C: ConnectionTrait>(
+pub(crate) async fn record_if_changed<C: Exec>(
     db: &C,
     organization_id: &str,
     event: &Event,

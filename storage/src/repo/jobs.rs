@@ -16,6 +16,7 @@ use voiceplane_core::{Error, Result};
 use crate::SeaRepository;
 use crate::convert::{db_err, ts};
 use crate::entity::job;
+use crate::exec::Exec;
 
 const QUEUED: &str = "queued";
 const RUNNING: &str = "running";
@@ -102,15 +103,11 @@ pub(crate) async fn cancel<C: ConnectionTrait>(db: &C, job_id: &str) -> Result<(
 
 /// Writes `jobs` in one statement, skipping those whose `unique_key` is taken; returns how
 /// many were written.
-pub(crate) async fn enqueue_many<C: ConnectionTrait>(
-    db: &C,
-    jobs: &[NewJob],
-    now: Timestamp,
-) -> Result<u64> {
+pub(crate) async fn enqueue_many<C: Exec>(db: &C, jobs: &[NewJob], now: Timestamp) -> Result<u64> {
     if jobs.is_empty() {
         return Ok(0);
     }
-    let backend = db.get_database_backend();
+    let backend = db.backend();
     let mut rows = Vec::with_capacity(jobs.len());
     let mut values: Vec<Value> = vec![now.as_micros().into()];
     for job in jobs {
@@ -142,11 +139,8 @@ pub(crate) async fn enqueue_many<C: ConnectionTrait>(
         // SQLite numbers its parameters `?N`.
         sql = sql.replace('$', "?");
     }
-    let done = db
-        .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+    db.run(Statement::from_sql_and_values(backend, sql, values))
         .await
-        .map_err(db_err)?;
-    Ok(done.rows_affected())
 }
 
 /// The rows `worker` holds with this id.

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
-    TransactionTrait,
+    QueryTrait, TransactionTrait,
 };
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{Call, CallStatus, CallType, Event, Integration, PhoneNumber};
@@ -20,6 +20,23 @@ use super::{jobs, one, record_event};
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::{call, integration, organization, phone_number};
+use crate::exec::Exec;
+
+/// Writes `call` with its event and `jobs` through `db`, unless the provider's call is
+/// recorded already (the unique index tells, without a read first): whether it was written.
+async fn open_call<C: Exec>(db: &C, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<bool> {
+    let insert = call::Entity::insert(super::calls::call_row(call)?).on_conflict(
+        OnConflict::columns([call::Column::Provider, call::Column::ProviderCallId])
+            .do_nothing()
+            .to_owned(),
+    );
+    if db.run(insert.build(db.backend())).await? == 0 {
+        return Ok(false);
+    }
+    record_event(db, &call.organization_id, event).await?;
+    jobs::enqueue_many(db, jobs, call.created_at).await?;
+    Ok(true)
+}
 
 /// The statuses of a call in flight, as the partial index `ix_calls_live` (m0021) is defined.
 const LIVE_STATUSES: &str = "status IN ('queued', 'ringing', 'in_progress')";
@@ -144,40 +161,53 @@ impl TelephonyRepository for SeaRepository {
                 "a provider call id collided with a call that is gone".to_owned(),
             )),
         };
-        // No read first: the unique index tells a repeated provider call id, and the usual
-        // case (a new call) costs one statement less.
-        let txn = self.db.begin().await.map_err(db_err)?;
-        if call.call_type == CallType::Outbound {
-            super::suppressions::refuse_suppressed(
-                &txn,
-                &call.organization_id,
-                &call.to_number,
-                call.created_at,
-            )
-            .await?;
-            refuse_over_limit(&txn, &call.organization_id, call.created_at).await?;
-        }
-        let inserted = call::Entity::insert(super::calls::call_row(call)?)
-            .on_conflict(
-                OnConflict::columns([call::Column::Provider, call::Column::ProviderCallId])
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .exec_without_returning(&txn)
-            .await
-            .map_err(db_err)?;
-        if inserted == 0 {
+        // An incoming call is answered while the provider waits, and many can arrive at
+        // once: on a SQLite file its transaction runs on the direct writer.
+        let direct = match (call.call_type, self.direct()) {
+            (CallType::Inbound, Some(direct)) => self
+                .db
+                .write_turn()
+                .await
+                .map_err(db_err)?
+                .zip(Some(direct)),
+            _ => None,
+        };
+        let inserted = if let Some((turn, direct)) = direct {
+            let (call, event, jobs) = (call.clone(), event.clone(), jobs.to_vec());
+            direct
+                .write(
+                    turn,
+                    Box::new(move |txn| {
+                        Box::pin(async move { open_call(txn, &call, &event, &jobs).await })
+                    }),
+                )
+                .await?
+        } else {
+            let txn = self.db.begin().await.map_err(db_err)?;
+            if call.call_type == CallType::Outbound {
+                super::suppressions::refuse_suppressed(
+                    &txn,
+                    &call.organization_id,
+                    &call.to_number,
+                    call.created_at,
+                )
+                .await?;
+                refuse_over_limit(&txn, &call.organization_id, call.created_at).await?;
+            }
+            let inserted = open_call(&txn, call, event, jobs).await?;
+            if inserted {
+                txn.commit().await.map_err(db_err)?;
+            }
+            inserted
+        };
+        if !inserted {
             // Another request recorded this provider call first: its call is the one.
-            drop(txn);
             let found = match call.provider.zip(call.provider_call_id.as_deref()) {
                 Some((provider, id)) => self.provider_call(provider, id).await?,
                 None => None,
             };
             return known(found);
         }
-        record_event(&txn, &call.organization_id, event).await?;
-        jobs::enqueue_many(&txn, jobs, call.created_at).await?;
-        txn.commit().await.map_err(db_err)?;
         Ok((call.clone(), true))
     }
 

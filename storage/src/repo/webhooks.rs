@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, ExprTrait, Query, SimpleExpr};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect, Select,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+    QueryTrait, Select, TransactionTrait,
 };
 use voiceplane_core::Result;
 use voiceplane_core::jobs::NewJob;
@@ -22,6 +22,7 @@ use super::{all, keyset, one, record_audit, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, enum_str, from_json, parse_enum, to_json, ts, ts_opt};
 use crate::entity::{event, webhook, webhook_delivery};
+use crate::exec::Exec;
 
 fn webhook_from(m: webhook::Model) -> Result<Webhook> {
     Ok(Webhook {
@@ -101,38 +102,32 @@ async fn insert_delivery<C: ConnectionTrait>(
 /// Writes, on `db` (the transaction recording `event`), one pending delivery and its job for
 /// every enabled endpoint of the organization subscribed to the event's type. A test event
 /// goes only to the endpoint it tests, which writes its own delivery.
-pub(crate) async fn fan_out<C: ConnectionTrait>(
-    db: &C,
-    organization_id: &str,
-    event: &Event,
-) -> Result<()> {
+pub(crate) async fn fan_out<C: Exec>(db: &C, organization_id: &str, event: &Event) -> Result<()> {
     if event.event_type == EventType::WebhookTest {
         return Ok(());
     }
     // An organization has few endpoints: matching the subscription here reads the same rows
     // a JSON query would, with one code path for both databases.
     let endpoints = webhook::Entity::find()
+        .select_only()
+        .columns([webhook::Column::WebhookId, webhook::Column::Events])
         .filter(webhook::Column::OrganizationId.eq(organization_id))
         .filter(webhook::Column::Status.eq(enum_str(&WebhookStatus::Enabled)))
-        .all(db)
-        .await
-        .map_err(db_err)?;
+        .build(db.backend());
     let name = event.event_type.as_str();
     let mut deliveries = Vec::new();
-    for endpoint in endpoints {
-        let events: Vec<String> = from_json("webhooks.events", &endpoint.events)?;
+    for (webhook_id, events) in db.text_pairs(endpoints).await? {
+        let events: Vec<String> = from_json("webhooks.events", &events)?;
         if events.iter().any(|e| e == "*" || e == name) {
-            deliveries.push(Delivery::pending(&endpoint.webhook_id, event));
+            deliveries.push(Delivery::pending(&webhook_id, event));
         }
     }
     if deliveries.is_empty() {
         return Ok(());
     }
     // Two statements whatever the number of endpoints: the deliveries, then their jobs.
-    webhook_delivery::Entity::insert_many(deliveries.iter().map(delivery_row))
-        .exec_without_returning(db)
-        .await
-        .map_err(db_err)?;
+    let insert = webhook_delivery::Entity::insert_many(deliveries.iter().map(delivery_row));
+    db.run(insert.build(db.backend())).await?;
     let jobs: Vec<NewJob> = deliveries.iter().map(|d| d.job(event.created_at)).collect();
     enqueue_many(db, &jobs, event.created_at).await?;
     Ok(())

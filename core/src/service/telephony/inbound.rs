@@ -9,7 +9,7 @@ use super::{TelnyxWebhook, TwilioWebhook, stream_url};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
-use crate::model::{Call, CallStatus, CallType, EventType, Integration};
+use crate::model::{Agent, Call, CallStatus, CallType, EventType, Integration};
 use crate::service::{By, Service};
 use crate::telephony::gateway::GatewayError;
 use crate::telephony::{TelephonyProvider, twiml};
@@ -142,10 +142,10 @@ impl Service {
         let Some(to) = e164_or_none(to) else {
             return Ok(Inbound::Reject);
         };
-        let number =
-            self.repo.phone_number_find(org, &to).await?.filter(|n| {
-                n.integration_id.as_deref() == Some(integration.integration_id.as_str())
-            });
+        let number = self
+            .number_cached(org, &to)
+            .await?
+            .filter(|n| n.integration_id.as_deref() == Some(integration.integration_id.as_str()));
         let Some(number) = number else {
             // Not a number of this integration: refused, and nothing is recorded.
             tracing::info!(
@@ -156,13 +156,13 @@ impl Service {
         };
         let call_sid = self.id(IdKind::Call);
         let drawn = match &number.assigned_agent_id {
-            Some(id) => self.repo.agent_get(org, id).await?,
+            Some(id) => self.agent_cached(org, id).await?,
             None => None,
         };
         // The deployed version the call draws answers it.
         let version = drawn.as_ref().and_then(|a| a.version_for(&call_sid));
         let agent = match drawn {
-            Some(agent) => Some(self.versioned(agent, version).await?),
+            Some(agent) => Some(self.versioned(Agent::clone(&agent), version).await?),
             None => None,
         };
         let runtime = match &agent {

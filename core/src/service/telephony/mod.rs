@@ -7,12 +7,13 @@
 //! public key). Every refusal is the same 403 sentence, so that a caller learns nothing about
 //! which part failed (the integration, its provider, or the signature).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{By, Service};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
-use crate::model::{Agent, Call, EventType, Integration};
+use crate::model::{Agent, Call, EventType, Integration, PhoneNumber};
 use crate::telephony::gateway::{TelephonyGateway, WebhookUrls};
 use crate::telephony::{TelephonyCredentials, TelephonyProvider, signature};
 
@@ -208,6 +209,17 @@ impl Service {
 
     /// Where `agent`'s calls stream their media: its own runtime URL, else the
     /// organization's; `None` when neither is set.
+    /// The organization's number `e164`, from this instance's cache while no number or agent
+    /// has changed anywhere since it was read.
+    async fn number_cached(&self, org: &str, e164: &str) -> Result<Option<Arc<PhoneNumber>>> {
+        let version = self.repo.change_versions().await?.agents;
+        self.numbers
+            .get_or_read(&format!("{org} {e164}"), version, || {
+                self.repo.phone_number_find(org, e164)
+            })
+            .await
+    }
+
     async fn runtime_url(&self, agent: &Agent) -> Result<Option<String>> {
         if let Some(url) = &agent.runtime_stream_url {
             return Ok(Some(url.clone()));
