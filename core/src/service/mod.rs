@@ -97,6 +97,9 @@ pub struct Service {
     /// The phone numbers incoming calls were routed by, by organization and number, kept at
     /// the agents' version, which every change of a number raises (shared by clones).
     numbers: Arc<VersionedCache<crate::model::PhoneNumber>>,
+    /// The routes of provider webhooks, by integration id, at the same version (shared by
+    /// clones).
+    routes: Arc<VersionedCache<telephony::Route>>,
     /// Published versions this instance has read, by agent id and version: a version never
     /// changes, so nothing invalidates them (shared by clones).
     versions: Arc<VersionCache>,
@@ -210,6 +213,7 @@ impl Service {
             keys: Arc::new(VersionedCache::new(10_000, |_| 1)),
             agents: Arc::new(VersionedCache::new(AGENT_CACHE_BYTES, agent_bytes)),
             numbers: Arc::new(VersionedCache::new(10_000, |_| 1)),
+            routes: Arc::new(VersionedCache::new(10_000, |_| 1)),
             versions: Arc::new(quick_cache::sync::Cache::new(1_000)),
             analyzer: None,
             analysis_policy: crate::webhooks::TargetPolicy::default(),

@@ -31,6 +31,7 @@ mod m0021_live_calls;
 mod m0022_usage;
 mod m0023_analysis;
 mod m0024_event_resources;
+mod m0025_routing_changes;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -97,6 +98,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0022_usage::M0022Usage),
             Box::new(m0023_analysis::M0023Analysis),
             Box::new(m0024_event_resources::M0024EventResources),
+            Box::new(m0025_routing_changes::M0025RoutingChanges),
         ]
     }
 }

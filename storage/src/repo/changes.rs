@@ -3,7 +3,8 @@
 //! `change_version` is one row of numbers, each raised in the transaction of every change that
 //! cached rows depend on: `credentials` by the revocations of keys (a key revoked by hand, or
 //! the keys of a removed member), `agents` by triggers on `agents` and `phone_numbers`
-//! (migration m0013). The service trusts a cached row only while its number is the one it was
+//! (migration m0013), on `integrations` and on an organization's `runtime_stream_url` (m0025:
+//! what routes an incoming call). The service trusts a cached row only while its number is the one it was
 //! read at, so a number must never be behind what has committed when a request asks for it:
 //!
 //! - **Postgres**: a trigger on the row sends `NOTIFY voiceplane_changes` with

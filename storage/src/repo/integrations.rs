@@ -146,6 +146,8 @@ impl IntegrationRepository for SeaRepository {
         let entry = audit.entry(integration_id, Some(&before), Some(&after))?;
         record_audit(&txn, organization_id, &entry).await?;
         txn.commit().await.map_err(db_err)?;
+        // Its route, kept by every instance, follows (migration m0025).
+        self.agents_changed().await;
         Ok(Some(after))
     }
 
@@ -170,6 +172,7 @@ impl IntegrationRepository for SeaRepository {
         write(&txn, &after, None).await?;
         record_event(&txn, organization_id, &event.updated(&before, &after)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(Some(after))
     }
 
@@ -213,6 +216,7 @@ impl IntegrationRepository for SeaRepository {
             })?;
         record_event(&txn, organization_id, &event.with(&integration)?).await?;
         txn.commit().await.map_err(db_err)?;
+        self.agents_changed().await;
         Ok(IntegrationDeletion::Deleted(integration))
     }
 }

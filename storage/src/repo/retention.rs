@@ -217,6 +217,10 @@ impl RetentionRepository for SeaRepository {
         let entry = audit.entry(organization_id, Some(&before), Some(&settings))?;
         record_audit(&txn, organization_id, &entry).await?;
         txn.commit().await.map_err(db_err)?;
+        if settings.runtime_stream_url != before.runtime_stream_url {
+            // The routes every instance keeps follow (migration m0025).
+            self.agents_changed().await;
+        }
         Ok(Some(settings))
     }
 

@@ -622,12 +622,7 @@ async fn two_instances_send_a_dial_once(ctx: &TestContext) {
         ("CallSid".to_owned(), provider_sid),
         ("CallStatus".to_owned(), "in-progress".to_owned()),
     ];
-    let signature =
-        voiceplane_core::telephony::signature::twilio_signature(super::line::TOKEN, &url, &params);
-    let resp = http_client()
-        .post(url)
-        .header("x-twilio-signature", signature)
-        .form(&params)
+    let resp = super::line::signed_twilio(url, super::line::TOKEN, &params)
         .send()
         .await
         .unwrap();

@@ -2,7 +2,7 @@
 //! `call.initiated` answered by a job, one call per provider call id, the refusals, and the
 //! reports that move calls forward, on a line at the fake provider.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_suite::*;
 use wiremock::matchers::{method, path_regex};
@@ -449,7 +449,106 @@ async fn webhooks_are_bounded_and_bad_signatures_are_limited(ctx: &TestContext) 
     line.close().await;
 }
 
+/// What routes an incoming call (the number's agent, the organization's runtime URL, the
+/// integration's token) is kept by every instance between calls, and follows each change
+/// made through another instance.
+async fn an_incoming_calls_route_follows_changes_made_elsewhere(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    let other = ctx.another_instance().await;
+    let twin = TestServer::start_at(ctx, Default::default(), |_, base| {
+        super::line::telephony_service(
+            &other,
+            &line.provider,
+            base,
+            std::time::Duration::from_secs(10),
+        )
+    })
+    .await;
+    let voice_path = format!("/telephony/twilio/{}/voice", line.integration_id);
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    // A new call to the twin, signed with `token`: its status and TwiML.
+    let ring = |token: &'static str| {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let params: Vec<(String, String)> = [
+            ("CallSid", format!("CA{n:032x}")),
+            ("From", "+33612345678".to_owned()),
+            ("To", NUMBER.to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let request = super::line::signed_twilio(twin.url(&voice_path), token, &params);
+        async move {
+            let resp = request.send().await.unwrap();
+            let (status, _, twiml) = text(resp).await;
+            (status, twiml)
+        }
+    };
+    // Rings until `done` holds (another instance's change may take a moment to be heard).
+    let until = |token: &'static str, done: fn(StatusCode, &str) -> bool| {
+        let ring = &ring;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let (status, twiml) = ring(token).await;
+                if done(status, &twiml) || std::time::Instant::now() > deadline {
+                    return (status, twiml);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let (status, twiml) = ring(super::line::TOKEN).await;
+    assert_eq!(status, StatusCode::OK, "{twiml}");
+    assert!(streamed(&twiml).0.starts_with(RUNTIME), "{twiml}");
+
+    let moved = "wss://moved.example.com/media";
+    let (status, body) = line
+        .c
+        .send(
+            Method::PATCH,
+            "/api/organization/settings",
+            Some(json!({"runtime_stream_url": moved})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, twiml) = until(super::line::TOKEN, |_, t| t.contains("moved.example.com")).await;
+    assert_eq!(status, StatusCode::OK, "{twiml}");
+    assert!(streamed(&twiml).0.starts_with(moved), "{twiml}");
+
+    let rotated = "a-new-twilio-auth-token";
+    let (status, body) = line
+        .c
+        .send(
+            Method::PATCH,
+            &format!("/api/integrations/{}", line.integration_id),
+            Some(json!({"credentials": {"account_sid": super::line::SID, "auth_token": rotated}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, twiml) = until(super::line::TOKEN, |s, _| s == StatusCode::FORBIDDEN).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "the old token: {twiml}");
+    let (status, twiml) = ring(rotated).await;
+    assert_eq!(status, StatusCode::OK, "the new token: {twiml}");
+
+    let (status, body) = line
+        .c
+        .send(
+            Method::PATCH,
+            &format!("/api/phone-numbers/{}", line.number_id),
+            Some(json!({"assigned_agent_id": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, twiml) = until(rotated, |_, t| t.ends_with(REJECT)).await;
+    assert_eq!(status, StatusCode::OK, "{twiml}");
+    assert!(twiml.ends_with(REJECT), "no agent, rejected: {twiml}");
+    twin.stop().await;
+    line.close().await;
+}
+
 db_tests!(
+    an_incoming_calls_route_follows_changes_made_elsewhere,
     webhooks_are_bounded_and_bad_signatures_are_limited,
     a_twilio_call_comes_in_is_streamed_and_followed,
     a_telnyx_call_comes_in_and_is_answered_by_a_job,

@@ -135,6 +135,19 @@ pub(super) fn telephony_service(
         })
 }
 
+/// Twilio's form post of `params` to `url` (on any instance), signed with `token`, to send.
+pub(super) fn signed_twilio(
+    url: String,
+    token: &str,
+    params: &[(String, String)],
+) -> reqwest::RequestBuilder {
+    let signature = twilio_signature(token, &url, params);
+    http_client()
+        .post(url)
+        .header("x-twilio-signature", signature)
+        .form(params)
+}
+
 impl Line {
     /// A line at `kind` with a job runner.
     pub(super) async fn open(ctx: &TestContext, kind: Provider) -> Self {
@@ -256,12 +269,7 @@ impl Line {
             .iter()
             .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
             .collect();
-        let url = self.server.url(path);
-        let signature = twilio_signature(token, &url, &owned);
-        http_client()
-            .post(url)
-            .header("x-twilio-signature", signature)
-            .form(&owned)
+        signed_twilio(self.server.url(path), token, &owned)
     }
 
     /// Twilio's form post to `path` on this server, signed with `token`.

@@ -5,11 +5,11 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{TelnyxWebhook, TwilioWebhook, stream_url};
+use super::{Route, TelnyxWebhook, TwilioWebhook, stream_url};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
-use crate::model::{Agent, Call, CallStatus, CallType, EventType, Integration};
+use crate::model::{Agent, Call, CallStatus, CallType, EventType};
 use crate::service::{By, Service};
 use crate::telephony::gateway::GatewayError;
 use crate::telephony::{TelephonyProvider, twiml};
@@ -59,13 +59,13 @@ impl Service {
     /// streams it to the agent's runtime, or the one that rejects it. 403 unless Twilio signed
     /// it.
     pub async fn twilio_voice(&self, integration_id: &str, hook: &TwilioWebhook) -> Result<String> {
-        let (integration, _) = self.verified_twilio(integration_id, hook).await?;
+        let (route, _) = self.verified_twilio(integration_id, hook).await?;
         let provider_call_id = hook
             .param("CallSid")
             .ok_or_else(|| Error::invalid("CallSid is required"))?;
         let inbound = self
             .inbound(
-                &integration,
+                &route,
                 TelephonyProvider::Twilio,
                 provider_call_id,
                 hook.param("From"),
@@ -87,9 +87,10 @@ impl Service {
     /// job written with it.
     pub(super) async fn telnyx_incoming(
         &self,
-        integration: &Integration,
+        route: &Route,
         payload: &serde_json::Value,
     ) -> Result<()> {
+        let integration = &route.integration;
         let Some(call_control_id) = payload["call_control_id"].as_str() else {
             return Ok(());
         };
@@ -116,7 +117,7 @@ impl Service {
             }]
         };
         self.inbound(
-            integration,
+            route,
             TelephonyProvider::Telnyx,
             call_control_id,
             payload["from"].as_str(),
@@ -131,13 +132,14 @@ impl Service {
     /// makes of it and its stream URL (`None` when refused), and says whether to connect it.
     async fn inbound(
         &self,
-        integration: &Integration,
+        route: &Route,
         provider: TelephonyProvider,
         provider_call_id: &str,
         from: Option<&str>,
         to: Option<&str>,
         jobs: impl FnOnce(&Call, Option<&str>) -> Vec<NewJob>,
     ) -> Result<Inbound> {
+        let integration = &route.integration;
         let org = &integration.organization_id;
         let Some(to) = e164_or_none(to) else {
             return Ok(Inbound::Reject);
@@ -165,10 +167,10 @@ impl Service {
             Some(agent) => Some(self.versioned(Agent::clone(&agent), version).await?),
             None => None,
         };
-        let runtime = match &agent {
-            Some(agent) => self.runtime_url(agent).await?,
-            None => None,
-        };
+        // As `runtime_url`, with the organization's URL the route holds.
+        let runtime = agent.as_ref().and_then(|agent| {
+            (agent.runtime_stream_url.clone()).or_else(|| route.runtime_stream_url.clone())
+        });
         let now = self.now();
         let runtime = runtime.filter(|_| number.supports_inbound);
         let stream = runtime
@@ -212,7 +214,7 @@ impl Service {
     /// Telnyx's webhook for the integration `integration_id`: an incoming call, or news of a
     /// call it carries. Unknown events and calls are ignored. 403 unless Telnyx signed it.
     pub async fn telnyx_event(&self, integration_id: &str, hook: &TelnyxWebhook) -> Result<()> {
-        let (integration, _) = self.verified_telnyx(integration_id, hook).await?;
+        let (route, _) = self.verified_telnyx(integration_id, hook).await?;
         let Ok(body) = serde_json::from_slice::<serde_json::Value>(&hook.body) else {
             return Err(Error::invalid("the body must be a Telnyx event in JSON"));
         };
@@ -220,10 +222,10 @@ impl Service {
         let payload = &data["payload"];
         match data["event_type"].as_str() {
             Some("call.initiated") if payload["direction"].as_str() == Some("incoming") => {
-                self.telnyx_incoming(&integration, payload).await
+                self.telnyx_incoming(&route, payload).await
             }
             Some(event_type) => {
-                self.telnyx_progress(&integration, event_type, payload)
+                self.telnyx_progress(&route.integration, event_type, payload)
                     .await
             }
             None => Ok(()),

@@ -86,6 +86,15 @@ pub struct TelnyxWebhook {
     pub body: Vec<u8>,
 }
 
+/// What routes a provider's webhook: the integration it names, with its sealed credentials,
+/// and its organization's runtime URL (for agents without their own).
+#[derive(Debug)]
+pub(super) struct Route {
+    pub(super) integration: Integration,
+    sealed: String,
+    pub(super) runtime_stream_url: Option<String>,
+}
+
 /// The one answer to a webhook that fails authentication.
 fn refused() -> Error {
     Error::Forbidden("the request is not signed by this integration's provider".to_owned())
@@ -139,26 +148,45 @@ impl Service {
         self
     }
 
-    /// The integration a webhook names, with its credentials, when it is one of `provider`;
-    /// otherwise the 403 of every refusal.
+    /// The route of the integration a webhook names, with its credentials, when it is one of
+    /// `provider`; otherwise the 403 of every refusal. From this instance's cache while no
+    /// agent, number, integration or organization runtime URL has changed anywhere since it
+    /// was read (migration m0025).
     async fn webhook_integration(
         &self,
         integration_id: &str,
         provider: TelephonyProvider,
-    ) -> Result<(Integration, TelephonyCredentials)> {
+    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
         if !IdKind::Integration.matches(integration_id) {
             return Err(refused());
         }
-        let (integration, sealed) = self
-            .repo
-            .integration_route(integration_id)
+        let version = self.repo.change_versions().await?.agents;
+        let route = self
+            .routes
+            .get_or_read(integration_id, version, || self.read_route(integration_id))
             .await?
             .ok_or_else(refused)?;
-        if integration.provider != provider.as_str() {
+        if route.integration.provider != provider.as_str() {
             return Err(refused());
         }
-        let credentials = self.open_credentials(integration_id, &sealed)?;
-        Ok((integration, credentials))
+        let credentials = self.open_credentials(integration_id, &route.sealed)?;
+        Ok((route, credentials))
+    }
+
+    async fn read_route(&self, integration_id: &str) -> Result<Option<Route>> {
+        let Some((integration, sealed)) = self.repo.integration_route(integration_id).await? else {
+            return Ok(None);
+        };
+        let runtime_stream_url = self
+            .repo
+            .organization_settings(&integration.organization_id)
+            .await?
+            .and_then(|s| s.runtime_stream_url);
+        Ok(Some(Route {
+            integration,
+            sealed,
+            runtime_stream_url,
+        }))
     }
 
     /// The Twilio integration `integration_id`, when `hook` carries its signature over this
@@ -167,9 +195,9 @@ impl Service {
         &self,
         integration_id: &str,
         hook: &TwilioWebhook,
-    ) -> Result<(Integration, TelephonyCredentials)> {
+    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
         let (_, urls) = self.telephony_gateway()?;
-        let (integration, credentials) = self
+        let (route, credentials) = self
             .webhook_integration(integration_id, TelephonyProvider::Twilio)
             .await?;
         let (Some(token), Some(sig)) = (credentials.webhook_key(), hook.signature.as_deref())
@@ -180,7 +208,7 @@ impl Service {
         if !signature::twilio_valid(token, &url, &hook.params, sig) {
             return Err(refused());
         }
-        Ok((integration, credentials))
+        Ok((route, credentials))
     }
 
     /// The Telnyx integration `integration_id`, when `hook` carries its public key's
@@ -189,8 +217,8 @@ impl Service {
         &self,
         integration_id: &str,
         hook: &TelnyxWebhook,
-    ) -> Result<(Integration, TelephonyCredentials)> {
-        let (integration, credentials) = self
+    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
+        let (route, credentials) = self
             .webhook_integration(integration_id, TelephonyProvider::Telnyx)
             .await?;
         let (Some(key), Some(sig), Some(at)) = (
@@ -204,11 +232,9 @@ impl Service {
         if !signature::telnyx_valid(key, at, &hook.body, sig, now) {
             return Err(refused());
         }
-        Ok((integration, credentials))
+        Ok((route, credentials))
     }
 
-    /// Where `agent`'s calls stream their media: its own runtime URL, else the
-    /// organization's; `None` when neither is set.
     /// The organization's number `e164`, from this instance's cache while no number or agent
     /// has changed anywhere since it was read.
     async fn number_cached(&self, org: &str, e164: &str) -> Result<Option<Arc<PhoneNumber>>> {
@@ -220,6 +246,8 @@ impl Service {
             .await
     }
 
+    /// Where `agent`'s calls stream their media: its own runtime URL, else the
+    /// organization's; `None` when neither is set.
     async fn runtime_url(&self, agent: &Agent) -> Result<Option<String>> {
         if let Some(url) = &agent.runtime_stream_url {
             return Ok(Some(url.clone()));

@@ -93,7 +93,7 @@ impl Service {
         call_sid: Option<&str>,
         hook: &TwilioWebhook,
     ) -> Result<()> {
-        let (integration, _) = self.verified_twilio(integration_id, hook).await?;
+        let (route, _) = self.verified_twilio(integration_id, hook).await?;
         let provider_call_id = hook.param("CallSid");
         let report = Report {
             provider_call_id: provider_call_id.map(str::to_owned),
@@ -111,7 +111,7 @@ impl Service {
         };
         let call = self
             .reported_call(
-                &integration,
+                &route.integration,
                 TelephonyProvider::Twilio,
                 call_sid,
                 provider_call_id,
