@@ -475,7 +475,7 @@ pub(crate) static PHONE_NUMBER: Decoder<phone_number::Model> = decoder!(phone_nu
 /// A call written as `Call` serializes it (`repo::calls::json`).
 pub(crate) static CALL_JSON: Decoder<voiceplane_core::model::CallJson> = Decoder {
     names: crate::repo::calls::json::COLUMNS,
-    build: crate::repo::calls::json::write,
+    build: |fields| Ok(crate::repo::calls::json::write(fields)?),
 };
 
 pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {

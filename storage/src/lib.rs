@@ -175,6 +175,11 @@ impl SeaRepository {
             opt.test_before_acquire(false);
         } else {
             opt.max_connections(options.max_connections.unwrap_or(16));
+            // sqlx pings every connection it lends, a round trip before each statement. sqlx also
+            // pings one when it is given back, so a connection back within the last second was
+            // alive then: only those idle longer (which a restart or a proxy may have dropped)
+            // are pinged before they are lent, as HikariCP does.
+            opt.test_before_acquire_if_idle_for(Duration::from_secs(1));
             if let Some(schema) = &options.schema {
                 if !schema
                     .bytes()
@@ -290,6 +295,26 @@ impl SeaRepository {
     pub fn connection(&self) -> &DatabaseConnection {
         &self.db.inner
     }
+}
+
+/// The test Postgres (`VOICEPLANE_TEST_POSTGRES_URL`) and a schema name for `test` in it,
+/// named as the suite names its schemas so that its sweep removes one a failure leaves; `None`
+/// (after saying so) without one, which fails when `VOICEPLANE_TEST_REQUIRE_POSTGRES=1`.
+#[cfg(test)]
+pub(crate) fn test_postgres(test: &str) -> Option<(String, String)> {
+    let Ok(url) = std::env::var("VOICEPLANE_TEST_POSTGRES_URL") else {
+        assert_ne!(
+            std::env::var("VOICEPLANE_TEST_REQUIRE_POSTGRES").as_deref(),
+            Ok("1"),
+            "VOICEPLANE_TEST_POSTGRES_URL is not set but VOICEPLANE_TEST_REQUIRE_POSTGRES=1"
+        );
+        eprintln!("SKIPPED {test} on Postgres: VOICEPLANE_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Some((url, format!("vpt_{now}_{test}_{}", std::process::id())))
 }
 
 /// Removes any occurrence of the URL's password from an error text: the URL itself becomes

@@ -124,19 +124,9 @@ mod tests {
     /// named as the suite names its schemas so that its sweep removes one a failure leaves.
     #[tokio::test]
     async fn answers_stored_before_are_carried_over_on_postgres() {
-        let Ok(url) = std::env::var("VOICEPLANE_TEST_POSTGRES_URL") else {
-            assert_ne!(
-                std::env::var("VOICEPLANE_TEST_REQUIRE_POSTGRES").as_deref(),
-                Ok("1"),
-                "VOICEPLANE_TEST_POSTGRES_URL is not set but VOICEPLANE_TEST_REQUIRE_POSTGRES=1"
-            );
-            eprintln!("SKIPPED on Postgres: VOICEPLANE_TEST_POSTGRES_URL is not set");
+        let Some((url, schema)) = crate::test_postgres("m0014") else {
             return;
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let schema = format!("vpt_{now}_m0014_{}", std::process::id());
         let admin = Database::connect(url.as_str()).await.unwrap();
         admin
             .execute_unprepared(&format!("CREATE SCHEMA {schema}"))

@@ -1,4 +1,5 @@
-//! A page of calls written to JSON straight from SQLite's rows, for the direct reads.
+//! A page of calls written to JSON straight from the database's rows: SQLite's for the direct
+//! reads, Postgres's as sqlx decodes them.
 //!
 //! Reading a page as `call::Model`s, turning them into `Call`s and serializing those cost an
 //! allocation per text column, a parse of every JSON column, and serde's escaping of every key
@@ -12,6 +13,8 @@
 use std::collections::BTreeMap;
 
 use rusqlite::types::ValueRef;
+use sea_orm::sqlx::postgres::{PgRow, PgValueRef};
+use sea_orm::sqlx::{Column as _, Postgres, Row as _, TypeInfo as _, ValueRef as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use voiceplane_core::model::{
@@ -70,12 +73,110 @@ pub(crate) const COLUMNS: &[&str] = &{
     names
 };
 
-fn invalid(column: &str, why: impl std::fmt::Display) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        0,
-        rusqlite::types::Type::Text,
-        format!("column calls.{column}: {why}").into(),
-    )
+/// Why a row could not be written: its column and what is wrong with it.
+#[derive(Debug)]
+pub(crate) struct Invalid(String);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl From<Invalid> for rusqlite::Error {
+    fn from(e: Invalid) -> Self {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    }
+}
+
+fn invalid(column: &str, why: impl std::fmt::Display) -> Invalid {
+    Invalid(format!("column calls.{column}: {why}"))
+}
+
+/// A column's value, borrowed from its row, as either database holds it (a boolean is an
+/// integer, as in SQLite).
+pub(crate) enum Cell<'r> {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(&'r str),
+}
+
+/// The values of a row, in the order of [`COLUMNS`].
+pub(crate) trait Cells<'r> {
+    fn next_cell(&mut self, column: &str) -> Result<Cell<'r>, Invalid>;
+}
+
+impl<'r> Cells<'r> for Fields<'r, '_> {
+    fn next_cell(&mut self, column: &str) -> Result<Cell<'r>, Invalid> {
+        Ok(match self.next_ref().map_err(|e| invalid(column, e))? {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(i) => Cell::Integer(i),
+            ValueRef::Real(f) => Cell::Real(f),
+            ValueRef::Text(bytes) => {
+                Cell::Text(std::str::from_utf8(bytes).map_err(|e| invalid(column, e))?)
+            }
+            ValueRef::Blob(_) => return Err(invalid(column, "not text")),
+        })
+    }
+}
+
+/// A Postgres row read by position: `at` holds the position of each of [`COLUMNS`].
+pub(crate) struct PgCells<'r> {
+    row: &'r PgRow,
+    at: &'r [usize],
+    next: usize,
+}
+
+impl<'r> PgCells<'r> {
+    /// The positions of [`COLUMNS`] in `row`, the same for every row of a statement.
+    pub(crate) fn positions(row: &PgRow) -> Result<Vec<usize>, Invalid> {
+        COLUMNS
+            .iter()
+            .map(|name| {
+                row.columns()
+                    .iter()
+                    .position(|c| c.name() == *name)
+                    .ok_or_else(|| invalid(name, "not selected"))
+            })
+            .collect()
+    }
+
+    pub(crate) fn new(row: &'r PgRow, at: &'r [usize]) -> Self {
+        Self { row, at, next: 0 }
+    }
+}
+
+impl<'r> Cells<'r> for PgCells<'r> {
+    fn next_cell(&mut self, column: &str) -> Result<Cell<'r>, Invalid> {
+        let index = self.at[self.next];
+        self.next += 1;
+        let raw = self
+            .row
+            .try_get_raw(index)
+            .map_err(|e| invalid(column, e))?;
+        if raw.is_null() {
+            return Ok(Cell::Null);
+        }
+        fn pg<'r, T: sea_orm::sqlx::Decode<'r, Postgres>>(
+            raw: PgValueRef<'r>,
+        ) -> Result<T, sea_orm::sqlx::error::BoxDynError> {
+            T::decode(raw)
+        }
+        let decoded = match raw.type_info().name() {
+            "TEXT" | "VARCHAR" => pg::<&str>(raw).map(Cell::Text),
+            "INT8" => pg::<i64>(raw).map(Cell::Integer),
+            "INT4" => pg::<i32>(raw).map(|i| Cell::Integer(i.into())),
+            "INT2" => pg::<i16>(raw).map(|i| Cell::Integer(i.into())),
+            "FLOAT8" => pg::<f64>(raw).map(Cell::Real),
+            "FLOAT4" => pg::<f32>(raw).map(|f| Cell::Real(f.into())),
+            "BOOL" => pg::<bool>(raw).map(|b| Cell::Integer(b.into())),
+            other => return Err(invalid(column, format!("unexpected type {other}"))),
+        };
+        decoded.map_err(|e| invalid(column, e))
+    }
 }
 
 /// The JSON being written.
@@ -84,69 +185,67 @@ struct Out {
 }
 
 impl Out {
-    fn serde<T: Serialize + ?Sized>(&mut self, column: &str, value: &T) -> rusqlite::Result<()> {
+    fn serde<T: Serialize + ?Sized>(&mut self, column: &str, value: &T) -> Result<(), Invalid> {
         serde_json::to_writer(&mut self.json, value).map_err(|e| invalid(column, e))
     }
 }
 
-fn text<'a>(column: &str, value: ValueRef<'a>) -> rusqlite::Result<Option<&'a str>> {
+fn text<'a>(column: &str, value: Cell<'a>) -> Result<Option<&'a str>, Invalid> {
     match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Text(bytes) => std::str::from_utf8(bytes)
-            .map(Some)
-            .map_err(|e| invalid(column, e)),
+        Cell::Null => Ok(None),
+        Cell::Text(text) => Ok(Some(text)),
         _ => Err(invalid(column, "not text")),
     }
 }
 
-fn integer(column: &str, value: ValueRef<'_>) -> rusqlite::Result<Option<i64>> {
+fn integer(column: &str, value: Cell<'_>) -> Result<Option<i64>, Invalid> {
     match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Integer(i) => Ok(Some(i)),
+        Cell::Null => Ok(None),
+        Cell::Integer(i) => Ok(Some(i)),
         _ => Err(invalid(column, "not an integer")),
     }
 }
 
 /// As rusqlite reads an `f64`: a real, or an integer (SQLite stores integral reals so).
 #[allow(clippy::cast_precision_loss)]
-fn real(column: &str, value: ValueRef<'_>) -> rusqlite::Result<Option<f64>> {
+fn real(column: &str, value: Cell<'_>) -> Result<Option<f64>, Invalid> {
     match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Real(f) => Ok(Some(f)),
-        ValueRef::Integer(i) => Ok(Some(i as f64)),
-        _ => Err(invalid(column, "not a number")),
+        Cell::Null => Ok(None),
+        Cell::Real(f) => Ok(Some(f)),
+        Cell::Integer(i) => Ok(Some(i as f64)),
+        Cell::Text(_) => Err(invalid(column, "not a number")),
     }
 }
 
-fn required<T>(column: &str, value: Option<T>) -> rusqlite::Result<T> {
+fn required<T>(column: &str, value: Option<T>) -> Result<T, Invalid> {
     value.ok_or_else(|| invalid(column, "is NULL"))
 }
 
 /// The next column, as the `Call` field of its type writes it.
-struct Row<'f, 'r, 's> {
-    fields: &'f mut Fields<'r, 's>,
+struct Row<'c, C> {
+    cells: &'c mut C,
     at: usize,
     out: Out,
 }
 
-impl<'r> Row<'_, 'r, '_> {
+impl<'r, C: Cells<'r>> Row<'_, C> {
     /// The next column's name and value, with what precedes its value written.
-    fn next(&mut self) -> rusqlite::Result<(&'static str, ValueRef<'r>)> {
+    fn next(&mut self) -> Result<(&'static str, Cell<'r>), Invalid> {
         let (column, key) = FIELDS[self.at];
         self.at += 1;
-        let value = self.fields.next_ref()?;
+        let value = self.cells.next_cell(column)?;
         self.out.json.extend_from_slice(key.as_bytes());
         Ok((column, value))
     }
 
-    fn string(&mut self) -> rusqlite::Result<&'r str> {
+    fn string(&mut self) -> Result<&'r str, Invalid> {
         let (column, value) = self.next()?;
         let value = required(column, text(column, value)?)?;
         self.out.serde(column, value)?;
         Ok(value)
     }
 
-    fn optional_string(&mut self) -> rusqlite::Result<()> {
+    fn optional_string(&mut self) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         let value = text(column, value)?;
         self.out.serde(column, &value)
@@ -156,7 +255,7 @@ impl<'r> Row<'_, 'r, '_> {
     fn enumeration<T: Serialize + DeserializeOwned>(
         &mut self,
         optional: bool,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         let value = match text(column, value)? {
             Some(name) => Some(
@@ -168,13 +267,13 @@ impl<'r> Row<'_, 'r, '_> {
         self.out.serde(column, &value)
     }
 
-    fn boolean(&mut self) -> rusqlite::Result<()> {
+    fn boolean(&mut self) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         let value = required(column, integer(column, value)?)? != 0;
         self.out.serde(column, &value)
     }
 
-    fn real(&mut self, optional: bool) -> rusqlite::Result<()> {
+    fn real(&mut self, optional: bool) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         let value = real(column, value)?;
         if !optional {
@@ -183,7 +282,7 @@ impl<'r> Row<'_, 'r, '_> {
         self.out.serde(column, &value)
     }
 
-    fn integer(&mut self, optional: bool) -> rusqlite::Result<()> {
+    fn integer(&mut self, optional: bool) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         let value = integer(column, value)?;
         if !optional {
@@ -192,7 +291,7 @@ impl<'r> Row<'_, 'r, '_> {
         self.out.serde(column, &value)
     }
 
-    fn timestamp(&mut self, optional: bool) -> rusqlite::Result<Option<Timestamp>> {
+    fn timestamp(&mut self, optional: bool) -> Result<Option<Timestamp>, Invalid> {
         let (column, value) = self.next()?;
         let value = integer(column, value)?.map(Timestamp::from_micros);
         if !optional {
@@ -208,7 +307,7 @@ impl<'r> Row<'_, 'r, '_> {
         &mut self,
         null_as: Option<&[u8]>,
         object: bool,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<(), Invalid> {
         let (column, value) = self.next()?;
         match (text(column, value)?, null_as) {
             (None, Some(null_as)) => self.out.json.extend_from_slice(null_as),
@@ -223,10 +322,10 @@ impl<'r> Row<'_, 'r, '_> {
     }
 }
 
-/// The call of the current row as `Call` serializes it, reading [`COLUMNS`] in order.
-pub(crate) fn write(fields: &mut Fields<'_, '_>) -> rusqlite::Result<CallJson> {
+/// The call of a row as `Call` serializes it, reading [`COLUMNS`] in order.
+pub(crate) fn write<'r>(cells: &mut impl Cells<'r>) -> Result<CallJson, Invalid> {
     let mut row = Row {
-        fields,
+        cells,
         at: 0,
         out: Out {
             json: Vec::with_capacity(768),
@@ -271,6 +370,26 @@ pub(crate) fn write(fields: &mut Fields<'_, '_>) -> rusqlite::Result<CallJson> {
         call_sid,
         json,
     })
+}
+
+/// The calls of Postgres `rows` (a page of `calls` rows), as `Call` serializes them.
+pub(crate) fn postgres_page(
+    rows: &[sea_orm::QueryResult],
+) -> voiceplane_core::Result<Vec<CallJson>> {
+    let failed = |e: Invalid| voiceplane_core::Error::Internal(format!("a calls page: {e}"));
+    let mut at: Option<Vec<usize>> = None;
+    rows.iter()
+        .map(|row| {
+            let row = row.try_as_pg_row().ok_or_else(|| {
+                voiceplane_core::Error::Internal("a calls page: not a Postgres row".into())
+            })?;
+            let at = match &mut at {
+                Some(at) => at,
+                None => at.insert(PgCells::positions(row).map_err(failed)?),
+            };
+            write(&mut PgCells::new(row, at)).map_err(failed)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -389,8 +508,35 @@ mod tests {
         let repo = SeaRepository::connect(&DatabaseOptions::new(url))
             .await
             .unwrap();
-        repo.migrate().await.unwrap();
         assert!(repo.direct().is_some(), "a file database is read directly");
+        written_as_serialized(&repo).await;
+        drop(repo);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The same on Postgres (rows decoded by sqlx), in a schema of its own.
+    #[tokio::test]
+    async fn postgres_rows_are_written_as_calls_serialize() {
+        let Some((url, schema)) = crate::test_postgres("call_json") else {
+            return;
+        };
+        let repo = SeaRepository::connect(&DatabaseOptions {
+            schema: Some(schema.clone()),
+            ..DatabaseOptions::new(url)
+        })
+        .await
+        .unwrap();
+        written_as_serialized(&repo).await;
+        repo.db
+            .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
+            .await
+            .unwrap();
+    }
+
+    /// Every call of [`calls`] written, then read back typed and as JSON: the JSON of each is
+    /// `Call`'s own.
+    async fn written_as_serialized(repo: &SeaRepository) {
+        repo.migrate().await.unwrap();
         let org = "org_0000000000000001";
         repo.db
             .execute_unprepared(&format!(
@@ -422,7 +568,5 @@ mod tests {
                 (call.created_at, &call.call_sid)
             );
         }
-        drop(repo);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,8 +10,8 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, SimpleExpr, UnionType};
 use sea_orm::{
-    ColumnTrait, DatabaseBackend, EntityTrait, FromQueryResult, QueryFilter, QuerySelect,
-    QueryTrait, Select, Statement,
+    ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, FromQueryResult, QueryFilter,
+    QuerySelect, QueryTrait, Select, Statement,
 };
 use voiceplane_core::Result;
 use voiceplane_core::model::{
@@ -316,11 +316,16 @@ impl CallQueryRepository for SeaRepository {
         query: &CallQuery,
         page: &PageQuery,
     ) -> Result<Vec<CallJson>> {
+        let backend = self.db.get_database_backend();
         let Some(direct) = self.direct() else {
+            if backend == DatabaseBackend::Postgres {
+                let statement = list_statement(backend, organization_id, query, page);
+                let rows = self.db.query_all_raw(statement).await.map_err(db_err)?;
+                return super::json::postgres_page(&rows);
+            }
             return CallJson::of_all(&self.call_list(organization_id, query, page).await?);
         };
-        let statement =
-            list_statement(self.db.get_database_backend(), organization_id, query, page);
+        let statement = list_statement(backend, organization_id, query, page);
         direct
             .run(move |reads| reads.all(&statement, &crate::direct::CALL_JSON))
             .await
