@@ -37,7 +37,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as Lite;
@@ -256,12 +255,20 @@ impl DirectReads {
         Ok(versions)
     }
 
-    fn open(&self) -> rusqlite::Result<Connection> {
+    /// A connection to the file that waits on its locks as the pool's do, with a statement
+    /// cache.
+    fn connect(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open_with_flags(
             &self.path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.busy_timeout(crate::SQLITE_BUSY_TIMEOUT)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        Ok(conn)
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let conn = self.connect()?;
         conn.pragma_update(None, "query_only", true)?;
         // The bundled SQLite keeps ANALYZE's samples (STAT4), and a statement whose range
         // bounds are parameters is then compiled again whenever their values change, so that
@@ -269,7 +276,6 @@ impl DirectReads {
         // its CPU. The query planner stability guarantee keeps the plan the first
         // preparation chose, which the pages already fix with `INDEXED BY`.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-        conn.set_prepared_statement_cache_capacity(32);
         Ok(conn)
     }
 

@@ -113,6 +113,9 @@ use crate::repo::changes::ChangeFeed;
 use sea_orm_migration::MigratorTrait;
 use std::sync::Arc;
 
+/// How long a SQLite connection, of the pool or direct, waits for another's lock.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The SeaORM repository: a pooled connection to SQLite or Postgres. While the database is
 /// unreachable, operations fail with [`Error::Unavailable`] within
 /// [`DatabaseOptions::connect_timeout`]; a busy pool makes them wait up to
@@ -157,7 +160,7 @@ impl SeaRepository {
                 o.journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
                     .foreign_keys(true)
-                    .busy_timeout(Duration::from_secs(5))
+                    .busy_timeout(SQLITE_BUSY_TIMEOUT)
             });
             if is_memory {
                 // Each connection to `:memory:` is its own empty database: keep exactly one,

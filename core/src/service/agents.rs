@@ -208,6 +208,16 @@ impl Service {
     /// anywhere since it was read.
     pub(super) async fn agent_cached(&self, org: &str, id: &str) -> Result<Option<Arc<Agent>>> {
         let version = self.repo.change_versions().await?.agents;
+        self.agent_cached_at(org, id, version).await
+    }
+
+    /// [`Self::agent_cached`] at the agents' change `version`, read earlier in the request.
+    pub(super) async fn agent_cached_at(
+        &self,
+        org: &str,
+        id: &str,
+        version: i64,
+    ) -> Result<Option<Arc<Agent>>> {
         Ok(self
             .agents
             .get_or_read(id, version, || self.repo.agent_get(org, id))

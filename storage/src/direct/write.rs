@@ -17,10 +17,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use sea_orm::{DbBackend, Statement};
 use voiceplane_core::{Error, Result};
 
@@ -134,14 +133,9 @@ impl DirectReads {
 
     /// A connection that writes, set up as the pool's are (`SeaRepository::connect`).
     fn open_writer(&self) -> rusqlite::Result<Connection> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+        let conn = self.connect()?;
         conn.pragma_update(None, "foreign_keys", true)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.set_prepared_statement_cache_capacity(32);
         Ok(conn)
     }
 }

@@ -169,7 +169,7 @@ impl TelephonyRepository for SeaRepository {
                 .write_turn()
                 .await
                 .map_err(db_err)?
-                .zip(Some(direct)),
+                .map(|turn| (turn, direct)),
             _ => None,
         };
         let inserted = if let Some((turn, direct)) = direct {

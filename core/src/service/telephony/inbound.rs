@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{Route, TelnyxWebhook, TwilioWebhook, stream_url};
+use super::{TelnyxWebhook, TwilioWebhook, Verified, stream_url};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
@@ -59,13 +59,13 @@ impl Service {
     /// streams it to the agent's runtime, or the one that rejects it. 403 unless Twilio signed
     /// it.
     pub async fn twilio_voice(&self, integration_id: &str, hook: &TwilioWebhook) -> Result<String> {
-        let (route, _) = self.verified_twilio(integration_id, hook).await?;
+        let verified = self.verified_twilio(integration_id, hook).await?;
         let provider_call_id = hook
             .param("CallSid")
             .ok_or_else(|| Error::invalid("CallSid is required"))?;
         let inbound = self
             .inbound(
-                &route,
+                &verified,
                 TelephonyProvider::Twilio,
                 provider_call_id,
                 hook.param("From"),
@@ -87,10 +87,10 @@ impl Service {
     /// job written with it.
     pub(super) async fn telnyx_incoming(
         &self,
-        route: &Route,
+        verified: &Verified,
         payload: &serde_json::Value,
     ) -> Result<()> {
-        let integration = &route.integration;
+        let integration = &verified.route.integration;
         let Some(call_control_id) = payload["call_control_id"].as_str() else {
             return Ok(());
         };
@@ -117,7 +117,7 @@ impl Service {
             }]
         };
         self.inbound(
-            route,
+            verified,
             TelephonyProvider::Telnyx,
             call_control_id,
             payload["from"].as_str(),
@@ -132,20 +132,21 @@ impl Service {
     /// makes of it and its stream URL (`None` when refused), and says whether to connect it.
     async fn inbound(
         &self,
-        route: &Route,
+        verified: &Verified,
         provider: TelephonyProvider,
         provider_call_id: &str,
         from: Option<&str>,
         to: Option<&str>,
         jobs: impl FnOnce(&Call, Option<&str>) -> Vec<NewJob>,
     ) -> Result<Inbound> {
+        let (route, version) = (&verified.route, verified.version);
         let integration = &route.integration;
         let org = &integration.organization_id;
         let Some(to) = e164_or_none(to) else {
             return Ok(Inbound::Reject);
         };
         let number = self
-            .number_cached(org, &to)
+            .number_cached(org, &to, version)
             .await?
             .filter(|n| n.integration_id.as_deref() == Some(integration.integration_id.as_str()));
         let Some(number) = number else {
@@ -158,7 +159,7 @@ impl Service {
         };
         let call_sid = self.id(IdKind::Call);
         let drawn = match &number.assigned_agent_id {
-            Some(id) => self.agent_cached(org, id).await?,
+            Some(id) => self.agent_cached_at(org, id, version).await?,
             None => None,
         };
         // The deployed version the call draws answers it.
@@ -214,7 +215,7 @@ impl Service {
     /// Telnyx's webhook for the integration `integration_id`: an incoming call, or news of a
     /// call it carries. Unknown events and calls are ignored. 403 unless Telnyx signed it.
     pub async fn telnyx_event(&self, integration_id: &str, hook: &TelnyxWebhook) -> Result<()> {
-        let (route, _) = self.verified_telnyx(integration_id, hook).await?;
+        let verified = self.verified_telnyx(integration_id, hook).await?;
         let Ok(body) = serde_json::from_slice::<serde_json::Value>(&hook.body) else {
             return Err(Error::invalid("the body must be a Telnyx event in JSON"));
         };
@@ -222,10 +223,10 @@ impl Service {
         let payload = &data["payload"];
         match data["event_type"].as_str() {
             Some("call.initiated") if payload["direction"].as_str() == Some("incoming") => {
-                self.telnyx_incoming(&route, payload).await
+                self.telnyx_incoming(&verified, payload).await
             }
             Some(event_type) => {
-                self.telnyx_progress(&route.integration, event_type, payload)
+                self.telnyx_progress(&verified.route.integration, event_type, payload)
                     .await
             }
             None => Ok(()),

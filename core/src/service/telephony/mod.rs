@@ -95,6 +95,14 @@ pub(super) struct Route {
     pub(super) runtime_stream_url: Option<String>,
 }
 
+/// A provider's webhook, authenticated: the route of the integration it reached, and the
+/// agents' change version the route was trusted at, which the request's other cached reads
+/// (number, agent) use rather than reading it again.
+pub(super) struct Verified {
+    pub(super) route: Arc<Route>,
+    pub(super) version: i64,
+}
+
 /// The one answer to a webhook that fails authentication.
 fn refused() -> Error {
     Error::Forbidden("the request is not signed by this integration's provider".to_owned())
@@ -156,7 +164,7 @@ impl Service {
         &self,
         integration_id: &str,
         provider: TelephonyProvider,
-    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
+    ) -> Result<(Verified, TelephonyCredentials)> {
         if !IdKind::Integration.matches(integration_id) {
             return Err(refused());
         }
@@ -170,7 +178,7 @@ impl Service {
             return Err(refused());
         }
         let credentials = self.open_credentials(integration_id, &route.sealed)?;
-        Ok((route, credentials))
+        Ok((Verified { route, version }, credentials))
     }
 
     async fn read_route(&self, integration_id: &str) -> Result<Option<Route>> {
@@ -195,9 +203,9 @@ impl Service {
         &self,
         integration_id: &str,
         hook: &TwilioWebhook,
-    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
+    ) -> Result<Verified> {
         let (_, urls) = self.telephony_gateway()?;
-        let (route, credentials) = self
+        let (verified, credentials) = self
             .webhook_integration(integration_id, TelephonyProvider::Twilio)
             .await?;
         let (Some(token), Some(sig)) = (credentials.webhook_key(), hook.signature.as_deref())
@@ -208,7 +216,7 @@ impl Service {
         if !signature::twilio_valid(token, &url, &hook.params, sig) {
             return Err(refused());
         }
-        Ok((route, credentials))
+        Ok(verified)
     }
 
     /// The Telnyx integration `integration_id`, when `hook` carries its public key's
@@ -217,8 +225,8 @@ impl Service {
         &self,
         integration_id: &str,
         hook: &TelnyxWebhook,
-    ) -> Result<(Arc<Route>, TelephonyCredentials)> {
-        let (route, credentials) = self
+    ) -> Result<Verified> {
+        let (verified, credentials) = self
             .webhook_integration(integration_id, TelephonyProvider::Telnyx)
             .await?;
         let (Some(key), Some(sig), Some(at)) = (
@@ -232,13 +240,17 @@ impl Service {
         if !signature::telnyx_valid(key, at, &hook.body, sig, now) {
             return Err(refused());
         }
-        Ok((route, credentials))
+        Ok(verified)
     }
 
     /// The organization's number `e164`, from this instance's cache while no number or agent
-    /// has changed anywhere since it was read.
-    async fn number_cached(&self, org: &str, e164: &str) -> Result<Option<Arc<PhoneNumber>>> {
-        let version = self.repo.change_versions().await?.agents;
+    /// has changed anywhere since the agents' change `version` (read earlier in the request).
+    async fn number_cached(
+        &self,
+        org: &str,
+        e164: &str,
+        version: i64,
+    ) -> Result<Option<Arc<PhoneNumber>>> {
         self.numbers
             .get_or_read(&format!("{org} {e164}"), version, || {
                 self.repo.phone_number_find(org, e164)

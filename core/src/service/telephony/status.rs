@@ -93,7 +93,7 @@ impl Service {
         call_sid: Option<&str>,
         hook: &TwilioWebhook,
     ) -> Result<()> {
-        let (route, _) = self.verified_twilio(integration_id, hook).await?;
+        let verified = self.verified_twilio(integration_id, hook).await?;
         let provider_call_id = hook.param("CallSid");
         let report = Report {
             provider_call_id: provider_call_id.map(str::to_owned),
@@ -111,7 +111,7 @@ impl Service {
         };
         let call = self
             .reported_call(
-                &route.integration,
+                &verified.route.integration,
                 TelephonyProvider::Twilio,
                 call_sid,
                 provider_call_id,
