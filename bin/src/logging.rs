@@ -11,9 +11,17 @@ use std::io::IsTerminal as _;
 
 use tracing::warn;
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer, Registry, fmt};
 
 use crate::config::LogFormat;
+
+mod lines;
+use lines::{JsonFields, JsonLine, TextFields, TextLine};
 
 /// The log filter used when `RUST_LOG` is unset: sqlx would otherwise log every query.
 pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,sea_orm_migration=info";
@@ -48,34 +56,112 @@ pub fn init_tracing() -> LogGuard {
 ///   inside a nested span). Fields are what the code logs: paths without query strings, never
 ///   headers or bodies.
 pub fn init_tracing_as(format: LogFormat) -> LogGuard {
-    let (filter, bad_rust_log) = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.trim().is_empty() => match EnvFilter::try_new(&spec) {
-            Ok(filter) => (filter, None),
-            Err(e) => (EnvFilter::new(DEFAULT_LOG_FILTER), Some(e.to_string())),
-        },
-        _ => (EnvFilter::new(DEFAULT_LOG_FILTER), None),
-    };
+    let (filter, bad_rust_log) = filter_of(std::env::var("RUST_LOG").ok().as_deref());
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(false)
         .thread_name("voiceplane-log")
         .finish(std::io::BufWriter::new(std::io::stderr()));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
-    let installed = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(true)
-            .try_init(),
-    }
-    .is_ok();
+    let colours = format == LogFormat::Text && std::io::stderr().is_terminal();
+    let lines = log_layer(format, colours, writer);
+    let installed = tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .try_init()
+        .is_ok();
     if let (true, Some(e)) = (installed, bad_rust_log) {
         warn!("RUST_LOG is invalid ({e}); using `{DEFAULT_LOG_FILTER}`");
     }
     LogGuard(installed.then_some(guard))
+}
+
+/// The layer that writes the log's lines in `format` to `writer`, for a program that builds
+/// its own subscriber (beside an OpenTelemetry layer, say) rather than calling
+/// [`init_tracing_as`]. Text lines are coloured when `colours` is set (tracing-subscriber's
+/// own lines then); JSON lines never are.
+pub fn log_layer<S, W>(
+    format: LogFormat,
+    colours: bool,
+    writer: W,
+) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    match format {
+        LogFormat::Text if colours => fmt::layer().with_writer(writer).with_ansi(true).boxed(),
+        LogFormat::Text => fmt::layer()
+            .with_writer(writer)
+            .with_ansi(false)
+            .fmt_fields(TextFields)
+            .event_format(TextLine)
+            .boxed(),
+        LogFormat::Json => fmt::layer()
+            .with_writer(writer)
+            .with_ansi(false)
+            .fmt_fields(JsonFields)
+            .event_format(JsonLine)
+            .boxed(),
+    }
+}
+
+/// The filter `RUST_LOG` asks for (else [`DEFAULT_LOG_FILTER`]), and why it was refused.
+///
+/// Levels by target (`info,sqlx=warn`) are a [`Targets`] filter, decided once per call site;
+/// only a spec that filters on spans or fields (`[request{path=/x}]=debug`) needs an
+/// [`EnvFilter`], which looks up every span it enters in a map behind a lock.
+fn filter_of(spec: Option<&str>) -> (BoxedFilter, Option<String>) {
+    let (filter, refused) = match spec.map(str::trim).filter(|spec| !spec.is_empty()) {
+        Some(spec) => match parsed(spec) {
+            Ok(filter) => (filter, None),
+            Err(e) => (default_filter(), Some(e)),
+        },
+        None => (default_filter(), None),
+    };
+    let boxed = match filter {
+        Filter::Targets(targets) => targets.boxed(),
+        Filter::Env(env) => (*env).boxed(),
+    };
+    (boxed, refused)
+}
+
+type BoxedFilter = Box<dyn Layer<Registry> + Send + Sync>;
+
+enum Filter {
+    Targets(Targets),
+    Env(Box<EnvFilter>),
+}
+
+fn parsed(spec: &str) -> Result<Filter, String> {
+    match spec.parse::<Targets>() {
+        Ok(targets) => Ok(Filter::Targets(targets)),
+        Err(_) => EnvFilter::try_new(spec)
+            .map(|env| Filter::Env(Box::new(env)))
+            .map_err(|e| e.to_string()),
+    }
+}
+
+fn default_filter() -> Filter {
+    parsed(DEFAULT_LOG_FILTER)
+        .unwrap_or_else(|_| Filter::Env(Box::new(EnvFilter::new(DEFAULT_LOG_FILTER))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_by_target_need_no_env_filter_and_span_filters_get_one() {
+        assert!(matches!(default_filter(), Filter::Targets(_)));
+        assert!(matches!(
+            parsed("info,voiceplane_http=warn"),
+            Ok(Filter::Targets(_))
+        ));
+        assert!(matches!(
+            parsed("warn,[request{path=/healthz}]=off"),
+            Ok(Filter::Env(_))
+        ));
+        let (_, refused) = filter_of(Some("info,sqlx=loud"));
+        assert!(refused.is_some());
+        assert!(filter_of(Some("  ")).1.is_none());
+    }
 }

@@ -1,0 +1,668 @@
+//! The log's lines, as text and as JSON, written through tracing-subscriber's `FormatFields`
+//! and `FormatEvent` hooks rather than its general formatters.
+//!
+//! The general ones cost a fifth of a `/healthz` request, which logs one span and one event
+//! (benches/README.md, "Half of the HTTP ceiling"): each field went through `nu_ansi_term`
+//! styles even with colours off, the JSON span fields were parsed back into a map on every
+//! record and every event, and the timestamp was formatted digit by digit. These write the
+//! same lines straight into the line's buffer. A terminal still gets tracing-subscriber's
+//! coloured lines (`logging.rs`).
+//!
+//! Text: `2026-11-26T22:35:34.123456Z  INFO request{method=GET path=/healthz …}: target:
+//! message field=value`, as tracing-subscriber's `Full` format writes it without colours,
+//! except that every control character of a value is escaped (`\n`, `\u{1b}`), so that a value
+//! can neither end its line nor drive the terminal of whoever reads the log.
+//!
+//! JSON: one object per line, `{"timestamp":…,"level":…,<event fields>,"target":…,
+//! "span":{<fields>,"name":…},"spans":[…]}` (`span` the innermost span, `spans` every one from
+//! the outermost). A span's fields are kept as the JSON members they will be written as, and a
+//! field recorded twice appears twice: JSON readers keep the last.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The fields of text lines: `name=value`, separated by spaces; a message without its name.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TextFields;
+
+/// Text lines (see the module documentation).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TextLine;
+
+/// The fields of JSON lines: `"name":value` members, separated by commas.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct JsonFields;
+
+/// JSON lines (see the module documentation).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct JsonLine;
+
+impl<'w> FormatFields<'w> for TextFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut visitor = TextVisitor {
+            w: writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+impl<'w> FormatFields<'w> for JsonFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut visitor = JsonVisitor {
+            w: writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+
+    fn add_fields(
+        &self,
+        current: &'w mut FormattedFields<Self>,
+        fields: &tracing::span::Record<'_>,
+    ) -> fmt::Result {
+        let first = current.fields.is_empty();
+        let mut visitor = JsonVisitor {
+            w: current.as_writer(),
+            first,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+impl<S, N> FormatEvent<S, N> for TextLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let meta = event.metadata();
+        write_timestamp(&mut w)?;
+        w.write_str(match *meta.level() {
+            Level::TRACE => " TRACE ",
+            Level::DEBUG => " DEBUG ",
+            Level::INFO => "  INFO ",
+            Level::WARN => "  WARN ",
+            Level::ERROR => " ERROR ",
+        })?;
+        if let Some(scope) = ctx.event_scope() {
+            for span in scope.from_root() {
+                w.write_str(span.name())?;
+                let extensions = span.extensions();
+                if let Some(fields) = extensions.get::<FormattedFields<N>>()
+                    && !fields.is_empty()
+                {
+                    w.write_char('{')?;
+                    w.write_str(fields)?;
+                    w.write_char('}')?;
+                }
+                w.write_char(':')?;
+            }
+            w.write_char(' ')?;
+        }
+        w.write_str(meta.target())?;
+        w.write_str(": ")?;
+        ctx.format_fields(w.by_ref(), event)?;
+        w.write_char('\n')
+    }
+}
+
+impl<S, N> FormatEvent<S, N> for JsonLine
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let meta = event.metadata();
+        w.write_str("{\"timestamp\":\"")?;
+        write_timestamp(&mut w)?;
+        w.write_str("\",\"level\":\"")?;
+        w.write_str(meta.level().as_str())?;
+        w.write_char('"')?;
+        let mut visitor = JsonVisitor {
+            w: w.by_ref(),
+            first: false,
+            result: Ok(()),
+        };
+        event.record(&mut visitor);
+        visitor.result?;
+        w.write_str(",\"target\":")?;
+        json_string(&mut w, meta.target())?;
+        if let Some(scope) = ctx.event_scope() {
+            let spans: Vec<_> = scope.from_root().collect();
+            if let Some(innermost) = spans.last() {
+                w.write_str(",\"span\":")?;
+                json_span::<S, N>(&mut w, innermost)?;
+                w.write_str(",\"spans\":[")?;
+                for (i, span) in spans.iter().enumerate() {
+                    if i > 0 {
+                        w.write_char(',')?;
+                    }
+                    json_span::<S, N>(&mut w, span)?;
+                }
+                w.write_char(']')?;
+            }
+        }
+        w.write_str("}\n")
+    }
+}
+
+/// `{<the span's fields>,"name":"<its name>"}`.
+fn json_span<S, N>(
+    w: &mut Writer<'_>,
+    span: &tracing_subscriber::registry::SpanRef<'_, S>,
+) -> fmt::Result
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    w.write_char('{')?;
+    let extensions = span.extensions();
+    if let Some(fields) = extensions.get::<FormattedFields<N>>()
+        && !fields.is_empty()
+    {
+        w.write_str(fields)?;
+        w.write_char(',')?;
+    }
+    w.write_str("\"name\":")?;
+    json_string(w, span.name())?;
+    w.write_char('}')
+}
+
+/// Writes the current UTC time as `2026-11-26T22:35:34.123456Z`, as tracing-subscriber's
+/// default timer does. Each thread keeps the text of the last second it wrote, which changes
+/// once a second rather than once a line.
+fn write_timestamp(w: &mut impl fmt::Write) -> fmt::Result {
+    thread_local! {
+        static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = now.as_secs();
+    SECOND.with_borrow_mut(|(kept, text)| {
+        if *kept != seconds {
+            text.clear();
+            let at = i64::try_from(seconds)
+                .ok()
+                .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+                .unwrap_or_default();
+            write!(text, "{}", at.format("%Y-%m-%dT%H:%M:%S"))?;
+            *kept = seconds;
+        }
+        w.write_str(text)
+    })?;
+    let mut micros = now.subsec_micros();
+    let mut fraction = *b".000000Z";
+    for digit in fraction[1..7].iter_mut().rev() {
+        // A digit: below 10 by construction.
+        *digit = b'0' + u8::try_from(micros % 10).unwrap_or(0);
+        micros /= 10;
+    }
+    w.write_str(std::str::from_utf8(&fraction).map_err(|_| fmt::Error)?)
+}
+
+/// Fields as `name=value`: values as their `Debug` (strings quoted), messages as written.
+struct TextVisitor<'w> {
+    w: Writer<'w>,
+    first: bool,
+    result: fmt::Result,
+}
+
+impl TextVisitor<'_> {
+    fn field(&mut self, field: &Field, value: fmt::Arguments<'_>) {
+        if self.result.is_err() {
+            return;
+        }
+        self.result = (|| {
+            if !std::mem::take(&mut self.first) {
+                self.w.write_char(' ')?;
+            }
+            let name = field.name();
+            if name != "message" {
+                self.w.write_str(name.strip_prefix("r#").unwrap_or(name))?;
+                self.w.write_char('=')?;
+            }
+            Escaped(&mut self.w).write_fmt(value)
+        })();
+    }
+}
+
+impl Visit for TextVisitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.field(field, format_args!("{value}"));
+        } else {
+            self.field(field, format_args!("{value:?}"));
+        }
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.field(field, format_args!("{value}"));
+        if let Some(source) = value.source() {
+            let name = field.name();
+            self.result = self.result.and_then(|()| {
+                write!(
+                    self.w,
+                    " {}.sources=[",
+                    name.strip_prefix("r#").unwrap_or(name)
+                )?;
+                let mut next = Some(source);
+                let mut first = true;
+                while let Some(error) = next {
+                    if !std::mem::take(&mut first) {
+                        self.w.write_str(", ")?;
+                    }
+                    write!(Escaped(&mut self.w), "{error}")?;
+                    next = error.source();
+                }
+                self.w.write_char(']')
+            });
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.field(field, format_args!("{value:?}"));
+    }
+}
+
+/// Writes through to `W` with control characters (but tabs) escaped: `\n`, `\r`, `\u{1b}`.
+struct Escaped<'a, W: ?Sized>(&'a mut W);
+
+impl<W: fmt::Write + ?Sized> fmt::Write for Escaped<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Control characters are the bytes below 0x20, 0x7f, and U+0080 to U+009F, whose
+        // UTF-8 starts with 0xc2 (as do a few printable characters, which the loop passes).
+        if !s.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2) {
+            return self.0.write_str(s);
+        }
+        let mut rest = s;
+        while let Some(at) = rest.find(|c: char| c.is_control() && c != '\t') {
+            let (clean, tail) = rest.split_at(at);
+            self.0.write_str(clean)?;
+            let mut chars = tail.chars();
+            match chars.next() {
+                Some('\n') => self.0.write_str("\\n")?,
+                Some('\r') => self.0.write_str("\\r")?,
+                Some(c) => write!(self.0, "{}", c.escape_unicode())?,
+                None => {}
+            }
+            rest = chars.as_str();
+        }
+        self.0.write_str(rest)
+    }
+}
+
+/// Fields as JSON members: numbers and booleans as such, strings and everything else as the
+/// string of its `Debug` (or, for errors, its `Display`).
+struct JsonVisitor<'w> {
+    w: Writer<'w>,
+    /// No comma before the next member.
+    first: bool,
+    result: fmt::Result,
+}
+
+impl JsonVisitor<'_> {
+    fn member(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+        if self.result.is_err() {
+            return;
+        }
+        self.result = (|| {
+            if !std::mem::take(&mut self.first) {
+                self.w.write_char(',')?;
+            }
+            let name = field.name();
+            json_string(&mut self.w, name.strip_prefix("r#").unwrap_or(name))?;
+            self.w.write_char(':')?;
+            value(&mut self.w)
+        })();
+    }
+
+    /// The member `field` with the text `value` writes, as a JSON string.
+    fn text(&mut self, field: &Field, value: fmt::Arguments<'_>) {
+        thread_local! {
+            static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+        }
+        self.member(field, |w| {
+            SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+                Ok(mut text) => {
+                    text.clear();
+                    text.write_fmt(value)?;
+                    json_string(w, &text)
+                }
+                // Only when a value's own `Debug` logs: then use a buffer of its own.
+                Err(_) => json_string(w, &value.to_string()),
+            })
+        });
+    }
+}
+
+impl Visit for JsonVisitor<'_> {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        if value.is_finite() {
+            self.member(field, |w| write!(w, "{value:?}"));
+        } else {
+            self.member(field, |w| w.write_str("null"));
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.member(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.member(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.member(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.member(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.member(field, |w| w.write_str(if value { "true" } else { "false" }));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.member(field, |w| json_string(w, value));
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.text(field, format_args!("{value}"));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.text(field, format_args!("{value:?}"));
+    }
+}
+
+/// `s` as a JSON string, escaped by serde_json when it needs escaping at all.
+fn json_string(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        w.write_char('"')?;
+        w.write_str(s)?;
+        return w.write_char('"');
+    }
+    serde_json::to_writer(FmtBytes(w), s).map_err(|_| fmt::Error)
+}
+
+/// An `io::Write` over a `fmt::Write`, for serde_json, which writes UTF-8 in whole
+/// characters (it splits strings only around the ASCII it escapes).
+struct FmtBytes<'a, W: ?Sized>(&'a mut W);
+
+impl<W: fmt::Write + ?Sized> std::io::Write for FmtBytes<'_, W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(bytes).map_err(std::io::Error::other)?;
+        self.0.write_str(text).map_err(std::io::Error::other)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    /// Lines written, kept for the test.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Self;
+
+        fn make_writer(&'a self) -> Self {
+            self.clone()
+        }
+    }
+
+    #[derive(Debug)]
+    struct Outer(Inner);
+
+    #[derive(Debug)]
+    struct Inner;
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("the upload failed")
+        }
+    }
+
+    impl fmt::Display for Inner {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("disk full")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    impl std::error::Error for Inner {}
+
+    /// What a request logs, and a warning with every kind of field, in a nested span.
+    fn log_a_request() {
+        let request = tracing::info_span!(
+            "request",
+            method = %"GET",
+            path = %"/api/agents/agent_1",
+            operation = Some("agent_view"),
+            status = tracing::field::Empty,
+            latency_ms = tracing::field::Empty,
+        );
+        let _request = request.enter();
+        let nested = tracing::info_span!("nested", n = 3u64);
+        nested.in_scope(|| {
+            tracing::warn!(
+                ok = true,
+                below = -2i64,
+                ratio = 0.5f64,
+                text = "say \"hi\"\n\u{1b}[31m",
+                error = &Outer(Inner) as &(dyn std::error::Error + 'static),
+                "it went {}",
+                "wrong\nhere"
+            );
+        });
+        request.record("status", 200u16);
+        request.record("latency_ms", 1.25f64);
+        tracing::info!("request completed");
+    }
+
+    fn lines_of<N, E>(fields: N, line: E) -> Vec<String>
+    where
+        N: for<'w> FormatFields<'w> + Send + Sync + 'static,
+        E: FormatEvent<tracing_subscriber::Registry, N> + Send + Sync + 'static,
+    {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(captured.clone())
+                .with_ansi(false)
+                .fmt_fields(fields)
+                .event_format(line),
+        );
+        tracing::subscriber::with_default(subscriber, log_a_request);
+        let bytes = captured.0.lock().unwrap().clone();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The timestamp's form, and the rest of the line after it.
+    fn after_timestamp(line: &str) -> &str {
+        let (stamp, rest) = line.split_at(27);
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(stamp).is_ok() && stamp.ends_with('Z'),
+            "{line}"
+        );
+        assert_eq!(stamp.len(), "2026-11-26T22:35:34.123456Z".len(), "{line}");
+        rest
+    }
+
+    #[test]
+    fn text_lines_show_every_kind_of_field_with_control_characters_escaped() {
+        let lines = lines_of(TextFields, TextLine);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            after_timestamp(&lines[0]),
+            "  WARN request{method=GET path=/api/agents/agent_1 operation=\"agent_view\"}:\
+             nested{n=3}: voiceplane_bin::logging::lines::tests: it went wrong\\nhere ok=true \
+             below=-2 ratio=0.5 text=\"say \\\"hi\\\"\\n\\u{1b}[31m\" error=the upload failed \
+             error.sources=[disk full]"
+        );
+        assert_eq!(
+            after_timestamp(&lines[1]),
+            "  INFO request{method=GET path=/api/agents/agent_1 operation=\"agent_view\" \
+             status=200 latency_ms=1.25}: voiceplane_bin::logging::lines::tests: request completed"
+        );
+    }
+
+    #[test]
+    fn text_lines_are_tracing_subscribers_own_without_control_characters() {
+        let log = || {
+            let request = tracing::info_span!(
+                "request",
+                method = %"GET",
+                path = %"/healthz",
+                operation = Some("health_live"),
+                status = tracing::field::Empty,
+            );
+            let _request = request.enter();
+            tracing::warn!(
+                attempt = 2u64,
+                ok = false,
+                late = 0.25f64,
+                "retrying {}",
+                "soon"
+            );
+            request.record("status", 503u16);
+            tracing::error!(error = %"gone", "request completed");
+        };
+        let captured = Captured::default();
+        let theirs = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(captured.clone())
+                .with_ansi(false),
+        );
+        tracing::subscriber::with_default(theirs, log);
+        let theirs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let captured = Captured::default();
+        let ours = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(captured.clone())
+                .fmt_fields(TextFields)
+                .event_format(TextLine),
+        );
+        tracing::subscriber::with_default(ours, log);
+        let ours = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let (theirs, ours): (Vec<&str>, Vec<&str>) = (
+            theirs.lines().map(after_timestamp).collect(),
+            ours.lines().map(after_timestamp).collect(),
+        );
+        assert_eq!(ours.len(), 2);
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn json_lines_are_one_object_each_with_the_spans_fields() {
+        let lines = lines_of(JsonFields, JsonLine);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let values: Vec<serde_json::Value> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect();
+        let warning = &values[0];
+        after_timestamp(warning["timestamp"].as_str().unwrap());
+        assert_eq!(warning["level"], "WARN");
+        assert_eq!(warning["message"], "it went wrong\nhere");
+        assert_eq!(warning["ok"], true);
+        assert_eq!(warning["below"], -2);
+        assert_eq!(warning["ratio"], 0.5);
+        assert_eq!(warning["text"], "say \"hi\"\n\u{1b}[31m");
+        assert_eq!(warning["error"], "the upload failed");
+        assert_eq!(warning["target"], "voiceplane_bin::logging::lines::tests");
+        assert_eq!(
+            warning["span"],
+            serde_json::json!({"n": 3, "name": "nested"})
+        );
+        let request = serde_json::json!({
+            "method": "GET",
+            "path": "/api/agents/agent_1",
+            "operation": "agent_view",
+            "name": "request",
+        });
+        assert_eq!(
+            warning["spans"],
+            serde_json::json!([request, {"n": 3, "name": "nested"}])
+        );
+        let completed = &values[1];
+        assert_eq!(completed["message"], "request completed");
+        assert_eq!(completed["span"]["status"], 200);
+        assert_eq!(completed["span"]["latency_ms"], 1.25);
+        assert_eq!(completed["span"]["operation"], "agent_view");
+        assert_eq!(completed["spans"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_timestamp_is_the_time_it_is_written() {
+        let before = chrono::Utc::now();
+        let mut text = String::new();
+        write_timestamp(&mut text).unwrap();
+        let written = chrono::DateTime::parse_from_rfc3339(&text).unwrap();
+        let after = chrono::Utc::now();
+        // Written with microseconds, so truncated from `before`'s nanoseconds.
+        assert!(
+            written >= before - chrono::Duration::microseconds(1) && written <= after,
+            "{text}"
+        );
+    }
+}
