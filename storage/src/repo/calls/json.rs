@@ -123,35 +123,62 @@ impl<'r> Cells<'r> for Fields<'r, '_> {
     }
 }
 
-/// A Postgres row read by position: `at` holds the position of each of [`COLUMNS`].
+/// A Postgres row read by position: `plan` holds the position and type of each of
+/// [`COLUMNS`].
 pub(crate) struct PgCells<'r> {
     row: &'r PgRow,
-    at: &'r [usize],
+    plan: &'r [(usize, PgKind)],
     next: usize,
 }
 
+/// The Postgres types a page's columns have, each decoded as such.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PgKind {
+    Text,
+    Int8,
+    Int4,
+    Int2,
+    Float8,
+    Float4,
+    Bool,
+}
+
 impl<'r> PgCells<'r> {
-    /// The positions of [`COLUMNS`] in `row`, the same for every row of a statement.
-    pub(crate) fn positions(row: &PgRow) -> Result<Vec<usize>, Invalid> {
+    /// The position and type of each of [`COLUMNS`] in `row`, the same for every row of a
+    /// statement: found once per page, not once per value.
+    pub(crate) fn plan(row: &PgRow) -> Result<Vec<(usize, PgKind)>, Invalid> {
         COLUMNS
             .iter()
             .map(|name| {
-                row.columns()
+                let (at, column) = row
+                    .columns()
                     .iter()
-                    .position(|c| c.name() == *name)
-                    .ok_or_else(|| invalid(name, "not selected"))
+                    .enumerate()
+                    .find(|(_, c)| c.name() == *name)
+                    .ok_or_else(|| invalid(name, "not selected"))?;
+                let kind = match column.type_info().name() {
+                    "TEXT" | "VARCHAR" => PgKind::Text,
+                    "INT8" => PgKind::Int8,
+                    "INT4" => PgKind::Int4,
+                    "INT2" => PgKind::Int2,
+                    "FLOAT8" => PgKind::Float8,
+                    "FLOAT4" => PgKind::Float4,
+                    "BOOL" => PgKind::Bool,
+                    other => return Err(invalid(name, format!("unexpected type {other}"))),
+                };
+                Ok((at, kind))
             })
             .collect()
     }
 
-    pub(crate) fn new(row: &'r PgRow, at: &'r [usize]) -> Self {
-        Self { row, at, next: 0 }
+    pub(crate) fn new(row: &'r PgRow, plan: &'r [(usize, PgKind)]) -> Self {
+        Self { row, plan, next: 0 }
     }
 }
 
 impl<'r> Cells<'r> for PgCells<'r> {
     fn next_cell(&mut self, column: &str) -> Result<Cell<'r>, Invalid> {
-        let index = self.at[self.next];
+        let (index, kind) = self.plan[self.next];
         self.next += 1;
         let raw = self
             .row
@@ -165,15 +192,14 @@ impl<'r> Cells<'r> for PgCells<'r> {
         ) -> Result<T, sea_orm::sqlx::error::BoxDynError> {
             T::decode(raw)
         }
-        let decoded = match raw.type_info().name() {
-            "TEXT" | "VARCHAR" => pg::<&str>(raw).map(Cell::Text),
-            "INT8" => pg::<i64>(raw).map(Cell::Integer),
-            "INT4" => pg::<i32>(raw).map(|i| Cell::Integer(i.into())),
-            "INT2" => pg::<i16>(raw).map(|i| Cell::Integer(i.into())),
-            "FLOAT8" => pg::<f64>(raw).map(Cell::Real),
-            "FLOAT4" => pg::<f32>(raw).map(|f| Cell::Real(f.into())),
-            "BOOL" => pg::<bool>(raw).map(|b| Cell::Integer(b.into())),
-            other => return Err(invalid(column, format!("unexpected type {other}"))),
+        let decoded = match kind {
+            PgKind::Text => pg::<&str>(raw).map(Cell::Text),
+            PgKind::Int8 => pg::<i64>(raw).map(Cell::Integer),
+            PgKind::Int4 => pg::<i32>(raw).map(|i| Cell::Integer(i.into())),
+            PgKind::Int2 => pg::<i16>(raw).map(|i| Cell::Integer(i.into())),
+            PgKind::Float8 => pg::<f64>(raw).map(Cell::Real),
+            PgKind::Float4 => pg::<f32>(raw).map(|f| Cell::Real(f.into())),
+            PgKind::Bool => pg::<bool>(raw).map(|b| Cell::Integer(b.into())),
         };
         decoded.map_err(|e| invalid(column, e))
     }
@@ -377,17 +403,17 @@ pub(crate) fn postgres_page(
     rows: &[sea_orm::QueryResult],
 ) -> voiceplane_core::Result<Vec<CallJson>> {
     let failed = |e: Invalid| voiceplane_core::Error::Internal(format!("a calls page: {e}"));
-    let mut at: Option<Vec<usize>> = None;
+    let mut plan: Option<Vec<(usize, PgKind)>> = None;
     rows.iter()
         .map(|row| {
             let row = row.try_as_pg_row().ok_or_else(|| {
                 voiceplane_core::Error::Internal("a calls page: not a Postgres row".into())
             })?;
-            let at = match &mut at {
-                Some(at) => at,
-                None => at.insert(PgCells::positions(row).map_err(failed)?),
+            let plan = match &mut plan {
+                Some(plan) => plan,
+                None => plan.insert(PgCells::plan(row).map_err(failed)?),
             };
-            write(&mut PgCells::new(row, at)).map_err(failed)
+            write(&mut PgCells::new(row, plan)).map_err(failed)
         })
         .collect()
 }
