@@ -20,7 +20,9 @@
 //! - `calls deep`: the same page at depth `calls - 50` (its cursor built from the seeded rows).
 //!
 //! Printed per database and N: the median over rounds of requests/s, p50 and p99, each as a
-//! share of the raw hyper server's requests/s (deep against the first page too), the server's
+//! share of the raw hyper server's requests/s (deep against the first page too), the server
+//! process's CPU time per request (user and system, from `/proc`; not Postgres's) and the raw
+//! server's as a share of it, which a shared VM's stolen time does not blur, the server's
 //! RSS after each round, and with more than one N, each target's scaling against N = the
 //! smallest. `VOICEPLANE_BENCH_SOAK_SECS` (e.g. 300) then drives the agent read that long and
 //! prints the RSS every 30 s. `VOICEPLANE_BENCH_PERF=<dir>` records the first round of each
@@ -243,6 +245,25 @@ struct Sample {
     rps: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// The server's CPU time (user and system) per request, in microseconds: unlike req/s,
+    /// it leaves out the time a shared VM's other tenants take from the server's core.
+    cpu_us: f64,
+}
+
+/// The CPU time process `pid` has used, user and system, in clock ticks (`/proc/<pid>/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces:
+    // utime and stime are the 14th and 15th of the line, the 12th and 13th after it.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Clock ticks per second, as `/proc` counts them.
+fn ticks_per_second() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 fn to_ms(v: &str) -> f64 {
@@ -297,6 +318,7 @@ fn wrk(load: &Load, url: &str, headers: &[String], secs: u64) -> Sample {
         rps: field("Requests/sec:").parse().unwrap(),
         p50_ms: to_ms(&field("50%")),
         p99_ms: to_ms(&field("99%")),
+        cpu_us: f64::NAN,
     }
 }
 
@@ -444,6 +466,7 @@ async fn measure(
                     rps: f64::NAN,
                     p50_ms: f64::NAN,
                     p99_ms: f64::NAN,
+                    cpu_us: f64::NAN,
                 });
                 continue;
             }
@@ -472,7 +495,12 @@ async fn measure(
                     .spawn()
                     .expect("perf runs")
             });
-            samples[i].push(wrk(load, url, headers, secs));
+            let pid = pids.get(i).copied().unwrap_or(server.child.id());
+            let before = cpu_ticks(pid);
+            let mut sample = wrk(load, url, headers, secs);
+            let ticks = (cpu_ticks(pid) - before) as f64;
+            sample.cpu_us = ticks / ticks_per_second() * 1e6 / (sample.rps * secs as f64);
+            samples[i].push(sample);
             if let Some(mut perf) = perf {
                 // SIGINT ends the recording and writes the file.
                 let _ = Command::new("kill")
@@ -493,6 +521,7 @@ async fn measure(
             rps: median(s.iter().map(|x| x.rps).collect()),
             p50_ms: median(s.iter().map(|x| x.p50_ms).collect()),
             p99_ms: median(s.iter().map(|x| x.p99_ms).collect()),
+            cpu_us: median(s.iter().map(|x| x.cpu_us).collect()),
         })
         .collect();
     println!(
@@ -500,16 +529,18 @@ async fn measure(
         load.threads, load.cores, seeded.calls
     );
     println!(
-        "{name}: {:<14} {:>10} {:>9} {:>9} {:>9}",
-        "target", "req/s", "p50 ms", "p99 ms", "/raw"
+        "{name}: {:<14} {:>10} {:>9} {:>9} {:>9} {:>11} {:>9}",
+        "target", "req/s", "p50 ms", "p99 ms", "/raw", "CPU us/req", "raw/CPU"
     );
     for ((label, _, _), s) in targets.iter().zip(&summary) {
         println!(
-            "{name}: {label:<14} {:>10.0} {:>9.3} {:>9.3} {:>8.1}%",
+            "{name}: {label:<14} {:>10.0} {:>9.3} {:>9.3} {:>8.1}% {:>11.1} {:>8.1}%",
             s.rps,
             s.p50_ms,
             s.p99_ms,
-            100.0 * s.rps / summary[0].rps
+            100.0 * s.rps / summary[0].rps,
+            s.cpu_us,
+            100.0 * summary[0].cpu_us / s.cpu_us
         );
     }
     println!(
