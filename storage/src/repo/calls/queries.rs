@@ -152,7 +152,7 @@ fn sqlite_index(query: &CallQuery) -> Option<&'static str> {
 /// Its SQL depends only on which filters are given and whether the page has a cursor (its
 /// shape), and SeaORM building it for every page was a tenth of a page's CPU: each thread keeps
 /// the SQL of the shapes it has built, and a page of a known shape only lists its values, in
-/// the order SeaORM binds them ([`list_values`]; a test compares the two for every shape).
+/// the order SeaORM binds them (`list_values`; a test compares the two for every shape).
 /// With words to match in transcripts the statement is always built.
 pub fn list_statement(
     backend: DatabaseBackend,
