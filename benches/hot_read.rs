@@ -459,6 +459,7 @@ async fn measure(
     let pids = [raw.child.id(), stack.child.id()];
     let perf_dir = std::env::var_os("VOICEPLANE_BENCH_PERF").map(PathBuf::from);
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); targets.len()];
+    let tick_hz = ticks_per_second();
     for round in 1..=rounds {
         for (i, (label, url, headers)) in targets.iter().enumerate() {
             if !selected(label) {
@@ -499,7 +500,7 @@ async fn measure(
             let before = cpu_ticks(pid);
             let mut sample = wrk(load, url, headers, secs);
             let ticks = (cpu_ticks(pid) - before) as f64;
-            sample.cpu_us = ticks / ticks_per_second() * 1e6 / (sample.rps * secs as f64);
+            sample.cpu_us = ticks / tick_hz * 1e6 / (sample.rps * secs as f64);
             samples[i].push(sample);
             if let Some(mut perf) = perf {
                 // SIGINT ends the recording and writes the file.

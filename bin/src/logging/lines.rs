@@ -59,13 +59,7 @@ impl<'w> FormatFields<'w> for TextFields {
 
 impl<'w> FormatFields<'w> for JsonFields {
     fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut visitor = JsonVisitor {
-            w: writer,
-            first: true,
-            result: Ok(()),
-        };
-        fields.record(&mut visitor);
-        visitor.result
+        json_members(writer, true, fields)
     }
 
     fn add_fields(
@@ -74,14 +68,19 @@ impl<'w> FormatFields<'w> for JsonFields {
         fields: &tracing::span::Record<'_>,
     ) -> fmt::Result {
         let first = current.fields.is_empty();
-        let mut visitor = JsonVisitor {
-            w: current.as_writer(),
-            first,
-            result: Ok(()),
-        };
-        fields.record(&mut visitor);
-        visitor.result
+        json_members(current.as_writer(), first, fields)
     }
+}
+
+/// `fields` as JSON members, with a comma before the first unless `first`.
+fn json_members(w: Writer<'_>, first: bool, fields: impl RecordFields) -> fmt::Result {
+    let mut visitor = JsonVisitor {
+        w,
+        first,
+        result: Ok(()),
+    };
+    fields.record(&mut visitor);
+    visitor.result
 }
 
 impl<S, N> FormatEvent<S, N> for TextLine
@@ -143,29 +142,25 @@ where
         w.write_str("\",\"level\":\"")?;
         w.write_str(meta.level().as_str())?;
         w.write_char('"')?;
-        let mut visitor = JsonVisitor {
-            w: w.by_ref(),
-            first: false,
-            result: Ok(()),
-        };
-        event.record(&mut visitor);
-        visitor.result?;
+        json_members(w.by_ref(), false, event)?;
         w.write_str(",\"target\":")?;
         json_string(&mut w, meta.target())?;
-        if let Some(scope) = ctx.event_scope() {
-            let spans: Vec<_> = scope.from_root().collect();
-            if let Some(innermost) = spans.last() {
-                w.write_str(",\"span\":")?;
-                json_span::<S, N>(&mut w, innermost)?;
-                w.write_str(",\"spans\":[")?;
-                for (i, span) in spans.iter().enumerate() {
-                    if i > 0 {
-                        w.write_char(',')?;
-                    }
-                    json_span::<S, N>(&mut w, span)?;
+        // A scope runs from the innermost span out.
+        if let Some(innermost) = ctx.event_scope().and_then(|mut scope| scope.next()) {
+            w.write_str(",\"span\":")?;
+            json_span::<S, N>(&mut w, &innermost)?;
+            w.write_str(",\"spans\":[")?;
+            let outward = ctx
+                .event_scope()
+                .into_iter()
+                .flat_map(|scope| scope.from_root());
+            for (i, span) in outward.enumerate() {
+                if i > 0 {
+                    w.write_char(',')?;
                 }
-                w.write_char(']')?;
+                json_span::<S, N>(&mut w, &span)?;
             }
+            w.write_char(']')?;
         }
         w.write_str("}\n")
     }
