@@ -17,7 +17,11 @@
 //! - the two static servers, then, from the binary: `GET /healthz` (no credential, no database);
 //! - `agent`: `GET /api/agents/{id}` with an API key;
 //! - `calls first`: `GET /api/calls?limit=50`;
-//! - `calls deep`: the same page at depth `calls - 50` (its cursor built from the seeded rows).
+//! - `calls deep`: the same page at depth `calls - 50` (its cursor built from the seeded rows);
+//! - `calls new`: the first page with a `created_before` later than every call, a different
+//!   second for every request (a wrk script): a page never read before, which the binary's
+//!   kept pages cannot answer (`calls first` and `calls deep` repeat one page, as a polling
+//!   console does, and on SQLite come from memory while nothing is committed).
 //!
 //! Printed per database and N: the median over rounds of requests/s, p50 and p99, each as a
 //! share of the raw hyper server's requests/s (deep against the first page too), the server
@@ -284,6 +288,22 @@ struct Load {
     threads: usize,
 }
 
+/// A wrk script asking each request for the first page of calls created before a second of
+/// the year 2100 no request asked for before (one Lua state per wrk thread: each thread counts
+/// from its own start, far apart).
+const NEW_PAGES: &str = r#"
+local n = 0
+local first = 4102444800
+function setup(thread)
+  thread:set("first", first)
+  first = first + 100000000
+end
+function request()
+  n = n + 1
+  return wrk.format(nil, "/api/calls?limit=50&created_before=" .. os.date("!%Y-%m-%dT%H:%M:%SZ", first + n))
+end
+"#;
+
 fn wrk(load: &Load, url: &str, headers: &[String], secs: u64) -> Sample {
     let mut cmd = Command::new("taskset");
     cmd.arg("-c")
@@ -297,6 +317,17 @@ fn wrk(load: &Load, url: &str, headers: &[String], secs: u64) -> Sample {
     for h in headers {
         cmd.arg("-H").arg(h);
     }
+    // `…/api/calls?new`: every request a page of its own.
+    if let Some(base) = url.strip_suffix("/api/calls?new") {
+        let script = std::env::temp_dir().join(format!("hot-read-new-{}.lua", std::process::id()));
+        std::fs::write(&script, NEW_PAGES).unwrap();
+        cmd.arg("-s").arg(script);
+        return run_wrk(cmd, &format!("{base}/"));
+    }
+    run_wrk(cmd, url)
+}
+
+fn run_wrk(mut cmd: Command, url: &str) -> Sample {
     let out = cmd
         .arg(url)
         .output()
@@ -455,6 +486,11 @@ async fn measure(
             format!("{}/api/calls?limit=50&cursor={}", server.base, seeded.deep),
             headers.clone(),
         ),
+        (
+            "calls new",
+            format!("{}/api/calls?new", server.base),
+            headers.clone(),
+        ),
     ];
     let pids = [raw.child.id(), stack.child.id()];
     let perf_dir = std::env::var_os("VOICEPLANE_BENCH_PERF").map(PathBuf::from);
@@ -568,13 +604,14 @@ async fn measure(
     summary
 }
 
-const LABELS: [&str; 6] = [
+const LABELS: [&str; 7] = [
     "raw hyper",
     "serve_service",
     "/healthz",
     "agent",
     "calls first",
     "calls deep",
+    "calls new",
 ];
 
 async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load) {

@@ -32,18 +32,28 @@
 //! header at the start of the WAL index (the `-shm` file, <https://sqlite.org/walformat.html>),
 //! raising its change counter; SQLite's readers themselves compare that header, without a
 //! lock, to decide whether their snapshot is current. One `pread` of it tells the same here.
+//!
+//! Pages of calls are kept the same way ([`DirectReads::calls_page`]): each with the header it
+//! was read under, and answered from memory while the header is unchanged, which means nothing
+//! at all has been committed to the file since. A page polled by several consoles, or by one
+//! between two changes, is read once; any commit, of a call or of anything else, makes the
+//! next request of every page read it again.
 
 use std::fs::File;
+use std::hash::BuildHasher as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as Lite;
 use rusqlite::{Connection, OpenFlags, Row};
 use sea_orm::{DbBackend, Statement, Value};
 use tokio::sync::Semaphore;
 use voiceplane_core::cache::ChangeVersions;
+use voiceplane_core::model::CallJson;
 use voiceplane_core::{Error, Result};
 
 use crate::entity::{agent, api_key, call, phone_number};
@@ -54,6 +64,10 @@ pub(crate) use write::WriteTurn;
 
 /// Idle connections kept for the next reads: one for each reader.
 const MAX_IDLE: usize = 8;
+
+/// The most bytes of calls' JSON kept in [`DirectReads::calls_page`]'s pages: a few hundred
+/// pages of 50 calls.
+const KEPT_PAGES_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How many direct reads run at once, each on a blocking thread: one per core (a read is CPU
 /// work, when it does not wait), at least 2 so that one stuck read does not hold up the others,
@@ -76,6 +90,55 @@ pub(crate) struct DirectReads {
     running: Arc<Semaphore>,
     /// The connection of the direct writes (`write.rs`), between them.
     writer: Mutex<Option<Connection>>,
+    /// Pages of calls by their statement, with the WAL-index header each was read under.
+    pages: Cache<String, KeptPage, PageBytes>,
+    /// The hashes of the keys of pages read once, by `hasher`.
+    seen: Cache<u64, ()>,
+    hasher: quick_cache::DefaultHashBuilder,
+}
+
+/// A page of calls, and the WAL-index header taken before it was read.
+#[derive(Debug, Clone)]
+struct KeptPage {
+    header: [u8; WAL_HEADER],
+    calls: Arc<Vec<CallJson>>,
+}
+
+/// How many pages read once are remembered (by a hash of their key), to keep them from their
+/// second read on.
+const SEEN_PAGES: usize = 4096;
+
+/// A kept page weighs its JSON, its ids and its key.
+#[derive(Debug, Clone, Copy)]
+struct PageBytes;
+
+impl Weighter<String, KeptPage> for PageBytes {
+    fn weight(&self, key: &String, page: &KeptPage) -> u64 {
+        let calls: usize = page
+            .calls
+            .iter()
+            .map(|c| size_of::<CallJson>() + c.json.len() + c.call_sid.len())
+            .sum();
+        u64::try_from(size_of::<KeptPage>() + key.len() + calls).unwrap_or(u64::MAX)
+    }
+}
+
+/// What identifies a page: its SQL and its values (the organization's id among them), each
+/// value tagged with its type and a text with its length, so that no two lists of values
+/// read the same.
+fn page_key(statement: &Statement) -> String {
+    use std::fmt::Write as _;
+    let mut key = String::with_capacity(statement.sql.len() + 160);
+    key.push_str(&statement.sql);
+    for value in statement.values.iter().flat_map(|v| v.0.iter()) {
+        let _ = match value {
+            Value::String(Some(s)) => write!(key, "\0s{}:{s}", s.len()),
+            Value::BigInt(Some(n)) => write!(key, "\0i{n}"),
+            Value::Int(Some(n)) => write!(key, "\0i{n}"),
+            other => write!(key, "\0{other:?}"),
+        };
+    }
+    key
 }
 
 /// The reads that block, handed to the closure of [`DirectReads::run`] on a blocking thread:
@@ -180,6 +243,9 @@ impl DirectReads {
             wal: Mutex::default(),
             running: Arc::new(Semaphore::new(readers)),
             writer: Mutex::default(),
+            pages: Cache::with_weighter(512, KEPT_PAGES_BYTES, PageBytes),
+            seen: Cache::new(SEEN_PAGES),
+            hasher: quick_cache::DefaultHashBuilder::default(),
         }
     }
 
@@ -211,6 +277,69 @@ impl DirectReads {
             return Ok(kept);
         }
         self.run(|reads| reads.0.read_versions()).await
+    }
+
+    /// The calls `statement` (a page of calls, built for SQLite) selects, written as JSON: the
+    /// page kept from an earlier read of the same statement while the WAL-index header is the
+    /// one taken before that read (see the module documentation), else read on a reader
+    /// thread. The header is taken before the read, as for the versions: a page kept can only
+    /// be newer than its header, and is answered only while nothing has been committed after
+    /// that header. A page is kept from its second read on: one asked for only once (a
+    /// filter typed once, a database that commits between any two reads) costs no copy.
+    pub(crate) async fn calls_page(
+        self: &Arc<Self>,
+        statement: Statement,
+    ) -> Result<Vec<CallJson>> {
+        let key = page_key(&statement);
+        let seen = match self.pages.get(&key) {
+            Some(kept) if self.header() == Some(kept.header) => {
+                return Ok(kept.calls.as_ref().clone());
+            }
+            Some(_) => true,
+            None => {
+                // A collision only keeps a page from its first read.
+                let hash = self.hasher.hash_one(&key);
+                self.seen.get(&hash).is_some() || {
+                    self.seen.insert(hash, ());
+                    false
+                }
+            }
+        };
+        self.run(move |reads| {
+            let header = seen.then(|| reads.0.watched_header()).flatten();
+            let calls = reads.all(&statement, &CALL_JSON)?;
+            if let Some(header) = header {
+                let calls = Arc::new(calls.clone());
+                reads.0.pages.insert(key, KeptPage { header, calls });
+            }
+            Ok(calls)
+        })
+        .await
+    }
+
+    /// Every reader's permit: no read runs on a reader thread until they are dropped.
+    #[cfg(test)]
+    pub(crate) async fn hold_readers(&self) -> tokio::sync::SemaphorePermit<'_> {
+        let readers = u32::try_from(readers()).unwrap_or(u32::MAX);
+        self.running
+            .acquire_many(readers)
+            .await
+            .unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The WAL-index header now; `None` before the watch is opened.
+    fn header(&self) -> Option<[u8; WAL_HEADER]> {
+        let wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
+        wal.as_ref()?.as_ref()?.header()
+    }
+
+    /// The WAL-index header now, opening the watch first if need be (which may wait: on a
+    /// reader thread only); `None` when the database is not in WAL mode.
+    fn watched_header(&self) -> Option<[u8; WAL_HEADER]> {
+        let mut wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
+        wal.get_or_insert_with(|| WalWatch::open(self))
+            .as_ref()?
+            .header()
     }
 
     /// The versions kept, if the header still says nothing was committed since they were
@@ -543,6 +672,38 @@ mod tests {
         assert_eq!(sqlite_file("sqlite::memory:"), None);
         assert_eq!(sqlite_file("sqlite://x.db?mode=memory"), None);
         assert_eq!(sqlite_file("postgres://u@h/db"), None);
+    }
+
+    /// Values that would read the same if joined (a text holding the separator, a number and
+    /// its text) give pages of their own.
+    #[test]
+    fn page_keys_tell_values_apart() {
+        let key = |values: Vec<Value>| {
+            page_key(&Statement::from_sql_and_values(
+                DbBackend::Sqlite,
+                "SELECT ? ?",
+                values,
+            ))
+        };
+        let s = |t: &str| Value::String(Some(t.to_owned()));
+        let keys = [
+            key(vec![s("a\0s1:b"), s("c")]),
+            key(vec![s("a"), s("b\0s1:c")]),
+            key(vec![s("a"), s("b")]),
+            key(vec![s("1"), Value::BigInt(Some(1))]),
+            key(vec![Value::BigInt(Some(1)), s("1")]),
+            key(vec![Value::String(None), s("1")]),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(
+            key(vec![s("a"), s("b")]),
+            keys[2],
+            "the same statement, the same page"
+        );
     }
 
     /// At most `readers` reads hold a blocking thread, even when the request that started

@@ -540,6 +540,93 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A page read again with nothing committed in between comes from memory once it has
+    /// been read twice (it needs no reader, even with every reader busy); every commit,
+    /// through the pool or by another connection to the file (another process), is in the
+    /// next read of the page.
+    #[tokio::test]
+    async fn a_kept_page_follows_every_commit() {
+        let dir = std::env::temp_dir().join(format!("vp-call-pages-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("c.db");
+        let url = format!("sqlite://{}?mode=rwc", file.display());
+        let repo = SeaRepository::connect(&DatabaseOptions::new(url))
+            .await
+            .unwrap();
+        repo.migrate().await.unwrap();
+        let org = "org_0000000000000001";
+        repo.db
+            .execute_unprepared(&format!(
+                "INSERT INTO organizations (organization_id, name, created_at) VALUES ('{org}', 'T', 0)"
+            ))
+            .await
+            .unwrap();
+        for c in calls(org) {
+            call::Entity::insert(crate::repo::calls::call_row(&c).unwrap())
+                .exec_without_returning(&repo.db)
+                .await
+                .unwrap();
+        }
+        let page = PageQuery {
+            limit: 5,
+            after: None,
+        };
+        let query = CallQuery::default();
+        let statuses = async || -> Vec<String> {
+            let calls = repo.call_list_json(org, &query, &page).await.unwrap();
+            calls
+                .iter()
+                .map(|c| {
+                    let call: serde_json::Value = serde_json::from_str(&c.json).unwrap();
+                    format!("{} {}", c.call_sid, call["status"].as_str().unwrap())
+                })
+                .collect()
+        };
+        let first = statuses().await;
+        assert_eq!(
+            first.len(),
+            6,
+            "a page of 5 reads one more call, to know of a next page"
+        );
+        assert_eq!(first[0], "call_000000000000000f canceled");
+
+        assert_eq!(statuses().await, first, "read again, and kept");
+        let direct = repo.direct().unwrap();
+        let busy = direct.hold_readers().await;
+        let again = tokio::time::timeout(std::time::Duration::from_secs(5), statuses())
+            .await
+            .expect("a kept page needs no reader");
+        assert_eq!(again, first);
+        drop(busy);
+
+        repo.db
+            .execute_unprepared(
+                "UPDATE calls SET status = 'completed' WHERE call_sid = 'call_000000000000000f'",
+            )
+            .await
+            .unwrap();
+        let after_pool = statuses().await;
+        assert_eq!(after_pool[0], "call_000000000000000f completed");
+        assert_eq!(after_pool[1..], first[1..]);
+
+        let other = rusqlite::Connection::open(&file).unwrap();
+        other
+            .execute(
+                "UPDATE calls SET status = 'busy' WHERE call_sid = 'call_000000000000000e'",
+                [],
+            )
+            .unwrap();
+        let after_other = statuses().await;
+        assert_eq!(after_other[1], "call_000000000000000e busy");
+        // A commit to another table is a commit too: the page is read again, and unchanged.
+        other
+            .execute("UPDATE organizations SET name = 'U'", [])
+            .unwrap();
+        assert_eq!(statuses().await, after_other);
+        drop((other, repo));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// The same on Postgres (rows decoded by sqlx), in a schema of its own.
     #[tokio::test]
     async fn postgres_rows_are_written_as_calls_serialize() {

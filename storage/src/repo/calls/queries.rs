@@ -407,9 +407,8 @@ impl CallQueryRepository for SeaRepository {
             }
             return CallJson::of_all(&self.call_list(organization_id, query, page).await?);
         };
-        let statement = list_statement(backend, organization_id, query, page);
         direct
-            .run(move |reads| reads.all(&statement, &crate::direct::CALL_JSON))
+            .calls_page(list_statement(backend, organization_id, query, page))
             .await
     }
 
