@@ -235,11 +235,11 @@ impl<S> WithMetrics<S> {
 impl<S, B> tower_service::Service<Request<B>> for WithMetrics<S>
 where
     S: tower_service::Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
-    S::Future: Send + 'static,
+    S::Future: Send + Unpin + 'static,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = MetricsFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -250,9 +250,32 @@ where
             Some(metrics) if req.uri().path() == PATH => {
                 let metrics = metrics.clone();
                 let method = req.method().clone();
-                Box::pin(async move { Ok(answer(&metrics, &method).await) })
+                MetricsFuture::Metrics(Box::pin(async move { Ok(answer(&metrics, &method).await) }))
             }
-            _ => Box::pin(self.inner.call(req)),
+            _ => MetricsFuture::Inner(self.inner.call(req)),
+        }
+    }
+}
+
+/// The future of [`WithMetrics`]: the inner service's, as it is, for every request but
+/// `GET /metrics`.
+pub enum MetricsFuture<F> {
+    /// `GET /metrics`.
+    Metrics(Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>),
+    /// Any other request.
+    Inner(F),
+}
+
+impl<F> Future for MetricsFuture<F>
+where
+    F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
+{
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Metrics(answer) => answer.as_mut().poll(cx),
+            Self::Inner(inner) => Pin::new(inner).poll(cx),
         }
     }
 }

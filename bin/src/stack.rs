@@ -28,7 +28,6 @@ use http_body_util::BodyExt as _;
 use tower_http::compression::Compression;
 use tower_http::compression::predicate::Predicate;
 use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
-use tower_http::set_header::SetResponseHeaderLayer;
 use tower_layer::Layer as _;
 use tower_service::Service;
 use voiceplane_http::{BoxError, ResponseBody};
@@ -108,7 +107,7 @@ where
         + Clone
         + Send
         + 'static,
-    S::Future: Send + 'static,
+    S::Future: Send + Unpin + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
@@ -117,34 +116,72 @@ where
         Some(origins) => CorsStage::On(cors_layer(origins).layer(inner)),
         None => CorsStage::Off(inner),
     };
-    let compressed = Compress { inner: cors };
-    let secured = (
-        SetResponseHeaderLayer::if_not_present(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ),
-        SetResponseHeaderLayer::if_not_present(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("DENY"),
-        ),
-        SetResponseHeaderLayer::if_not_present(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("no-referrer"),
-        ),
-        SetResponseHeaderLayer::if_not_present(
-            header::CONTENT_SECURITY_POLICY,
-            content_security_policy::<StackBody> as fn(&Response<StackBody>) -> Option<HeaderValue>,
-        ),
-    )
-        .layer(compressed);
-    Ok(secured)
+    Ok(Secured {
+        inner: Compress { inner: cors },
+    })
 }
 
-/// [`CONTENT_SECURITY_POLICY`], except on audio: a browser tab opening a recording URL
-/// builds a media document around it, whose own loads the policy would govern.
-fn content_security_policy<B>(response: &Response<B>) -> Option<HeaderValue> {
+/// Sets the security headers (module documentation, 1.) a response lacks, as four of
+/// tower-http's `SetResponseHeader` layers did, in one layer: each was a service and a future
+/// of its own around every request.
+#[derive(Clone)]
+pub struct Secured<S> {
+    inner: S,
+}
+
+impl<S, B> Service<Request<B>> for Secured<S>
+where
+    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = SecuredFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        SecuredFuture(self.inner.call(req))
+    }
+}
+
+/// The future of [`Secured`].
+pub struct SecuredFuture<F>(F);
+
+impl<F> Future for SecuredFuture<F>
+where
+    F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
+{
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Poll::Ready(Ok(mut response)) = Pin::new(&mut self.0).poll(cx) else {
+            return Poll::Pending;
+        };
+        secure(&mut response);
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// Sets each security header `response` lacks.
+fn secure<B>(response: &mut Response<B>) {
+    // Not on audio: a browser tab opening a recording URL builds a media document around it,
+    // whose own loads the policy would govern.
     let audio = content_type(response).is_some_and(|t| starts_with_ignore_case(t, "audio/"));
-    (!audio).then(|| HeaderValue::from_static(CONTENT_SECURITY_POLICY))
+    let headers = response.headers_mut();
+    let policy = (!audio).then_some((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY));
+    let fixed = [
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ];
+    for (name, value) in fixed.into_iter().chain(policy) {
+        if let header::Entry::Vacant(entry) = headers.entry(name) {
+            entry.insert(HeaderValue::from_static(value));
+        }
+    }
 }
 
 /// The media type of `response` (`application/json`) without parameters, as sent: compare
@@ -335,16 +372,37 @@ enum CorsStage<S> {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// The future of [`CorsStage`]: the inner service's as it is when CORS is off (it is boxed
+/// already), boxed when on.
+enum CorsFuture<F, T> {
+    Off(F),
+    On(BoxFuture<T>),
+}
+
+impl<F, T> Future for CorsFuture<F, T>
+where
+    F: Future<Output = T> + Unpin,
+{
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.get_mut() {
+            Self::Off(inner) => Pin::new(inner).poll(cx),
+            Self::On(inner) => inner.as_mut().poll(cx),
+        }
+    }
+}
+
 impl<S, B, RB> Service<Request<B>> for CorsStage<S>
 where
     S: Service<Request<B>, Response = Response<RB>>,
-    S::Future: Send + 'static,
+    S::Future: Send + Unpin + 'static,
     S::Error: 'static,
     RB: Default + Send + 'static,
 {
     type Response = Response<RB>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Response<RB>, S::Error>>;
+    type Future = CorsFuture<S::Future, Result<Response<RB>, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         match self {
@@ -355,19 +413,21 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         match self {
-            Self::Off(inner) => Box::pin(inner.call(req)),
+            Self::Off(inner) => CorsFuture::Off(inner.call(req)),
             Self::On(cors) if is_preflight(&req) => {
                 let answer = cors.call(req);
-                Box::pin(async move {
+                CorsFuture::On(Box::pin(async move {
                     let mut response = answer.await?;
                     if response.status() == StatusCode::OK {
                         *response.status_mut() = StatusCode::NO_CONTENT;
                     }
                     Ok(response)
-                })
+                }))
             }
-            Self::On(cors) if req.method() == Method::OPTIONS => Box::pin(cors.get_mut().call(req)),
-            Self::On(cors) => Box::pin(cors.call(req)),
+            Self::On(cors) if req.method() == Method::OPTIONS => {
+                CorsFuture::On(Box::pin(cors.get_mut().call(req)))
+            }
+            Self::On(cors) => CorsFuture::On(Box::pin(cors.call(req))),
         }
     }
 }

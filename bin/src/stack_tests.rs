@@ -221,11 +221,39 @@ fn only_json_and_text_of_some_size_are_compressed() {
 
 #[test]
 fn audio_gets_no_content_security_policy() {
-    let with = |content_type: &str| content_security_policy(&response(200, content_type, 0));
+    let with = |content_type: &str| {
+        let mut response = response(200, content_type, 0);
+        secure(&mut response);
+        response
+            .headers()
+            .get(header::CONTENT_SECURITY_POLICY)
+            .cloned()
+    };
     assert_eq!(
         with("application/json"),
         Some(HeaderValue::from_static(CONTENT_SECURITY_POLICY))
     );
     assert_eq!(with("audio/wav"), None);
     assert_eq!(with("Audio/MPEG"), None);
+}
+
+#[test]
+fn security_headers_a_response_sets_are_kept() {
+    let mut response = response(200, "text/html", 0);
+    let own = "default-src 'self'";
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(own),
+    );
+    response.headers_mut().insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    secure(&mut response);
+    let headers = response.headers();
+    assert_eq!(headers[header::CONTENT_SECURITY_POLICY], own);
+    assert_eq!(headers[header::X_FRAME_OPTIONS], "SAMEORIGIN");
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
+    assert_eq!(headers.get_all(header::X_FRAME_OPTIONS).iter().count(), 1);
 }
