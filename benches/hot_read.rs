@@ -321,8 +321,10 @@ fn wrk(load: &Load, url: &str, headers: &[String], secs: u64) -> Sample {
     if let Some(base) = url.strip_suffix("/api/calls?new") {
         let script = std::env::temp_dir().join(format!("hot-read-new-{}.lua", std::process::id()));
         std::fs::write(&script, NEW_PAGES).unwrap();
-        cmd.arg("-s").arg(script);
-        return run_wrk(cmd, &format!("{base}/"));
+        cmd.arg("-s").arg(&script);
+        let sample = run_wrk(cmd, &format!("{base}/"));
+        let _ = std::fs::remove_file(script);
+        return sample;
     }
     run_wrk(cmd, url)
 }
