@@ -553,20 +553,8 @@ mod tests {
         let repo = SeaRepository::connect(&DatabaseOptions::new(url))
             .await
             .unwrap();
-        repo.migrate().await.unwrap();
         let org = "org_0000000000000001";
-        repo.db
-            .execute_unprepared(&format!(
-                "INSERT INTO organizations (organization_id, name, created_at) VALUES ('{org}', 'T', 0)"
-            ))
-            .await
-            .unwrap();
-        for c in calls(org) {
-            call::Entity::insert(crate::repo::calls::call_row(&c).unwrap())
-                .exec_without_returning(&repo.db)
-                .await
-                .unwrap();
-        }
+        seed(&repo, org).await;
         let page = PageQuery {
             limit: 5,
             after: None,
@@ -646,24 +634,31 @@ mod tests {
             .unwrap();
     }
 
-    /// Every call of [`calls`] written, then read back typed and as JSON: the JSON of each is
-    /// `Call`'s own.
-    async fn written_as_serialized(repo: &SeaRepository) {
+    /// The schema migrated, and organization `org` with every call of [`calls`], which it
+    /// returns as written.
+    async fn seed(repo: &SeaRepository, org: &str) -> Vec<Call> {
         repo.migrate().await.unwrap();
-        let org = "org_0000000000000001";
         repo.db
             .execute_unprepared(&format!(
                 "INSERT INTO organizations (organization_id, name, created_at) VALUES ('{org}', 'T', 0)"
             ))
             .await
             .unwrap();
-        let mut expected = calls(org);
-        for c in &expected {
+        let written = calls(org);
+        for c in &written {
             call::Entity::insert(crate::repo::calls::call_row(c).unwrap())
                 .exec_without_returning(&repo.db)
                 .await
                 .unwrap();
         }
+        written
+    }
+
+    /// Every call of [`calls`] written, then read back typed and as JSON: the JSON of each is
+    /// `Call`'s own.
+    async fn written_as_serialized(repo: &SeaRepository) {
+        let org = "org_0000000000000001";
+        let mut expected = seed(repo, org).await;
         expected.reverse();
         let page = PageQuery {
             limit: 100,
