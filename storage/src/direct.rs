@@ -40,13 +40,10 @@
 //! next request of every page read it again.
 
 use std::fs::File;
-use std::hash::BuildHasher as _;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use quick_cache::Weighter;
-use quick_cache::sync::Cache;
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as Lite;
 use rusqlite::{Connection, OpenFlags, Row};
@@ -57,6 +54,7 @@ use voiceplane_core::model::CallJson;
 use voiceplane_core::{Error, Result};
 
 use crate::entity::{agent, api_key, call, phone_number};
+use crate::kept::{KeptPages, Looked, page_key};
 use crate::repo::changes::READ_VERSIONS as READ_VERSIONS_SQL;
 
 mod write;
@@ -64,10 +62,6 @@ pub(crate) use write::WriteTurn;
 
 /// Idle connections kept for the next reads: one for each reader.
 const MAX_IDLE: usize = 8;
-
-/// The most bytes of calls' JSON kept in [`DirectReads::calls_page`]'s pages: a few hundred
-/// pages of 50 calls.
-const KEPT_PAGES_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How many direct reads run at once, each on a blocking thread: one per core (a read is CPU
 /// work, when it does not wait), at least 2 so that one stuck read does not hold up the others,
@@ -91,54 +85,7 @@ pub(crate) struct DirectReads {
     /// The connection of the direct writes (`write.rs`), between them.
     writer: Mutex<Option<Connection>>,
     /// Pages of calls by their statement, with the WAL-index header each was read under.
-    pages: Cache<String, KeptPage, PageBytes>,
-    /// The hashes of the keys of pages read once, by `hasher`.
-    seen: Cache<u64, ()>,
-    hasher: quick_cache::DefaultHashBuilder,
-}
-
-/// A page of calls, and the WAL-index header taken before it was read.
-#[derive(Debug, Clone)]
-struct KeptPage {
-    header: [u8; WAL_HEADER],
-    calls: Arc<Vec<CallJson>>,
-}
-
-/// How many pages read once are remembered (by a hash of their key), to keep them from their
-/// second read on.
-const SEEN_PAGES: usize = 4096;
-
-/// A kept page weighs its JSON, its ids and its key.
-#[derive(Debug, Clone, Copy)]
-struct PageBytes;
-
-impl Weighter<String, KeptPage> for PageBytes {
-    fn weight(&self, key: &String, page: &KeptPage) -> u64 {
-        let calls: usize = page
-            .calls
-            .iter()
-            .map(|c| size_of::<CallJson>() + c.json.len() + c.call_sid.len())
-            .sum();
-        u64::try_from(size_of::<KeptPage>() + key.len() + calls).unwrap_or(u64::MAX)
-    }
-}
-
-/// What identifies a page: its SQL and its values (the organization's id among them), each
-/// value tagged with its type and a text with its length, so that no two lists of values
-/// read the same.
-fn page_key(statement: &Statement) -> String {
-    use std::fmt::Write as _;
-    let mut key = String::with_capacity(statement.sql.len() + 160);
-    key.push_str(&statement.sql);
-    for value in statement.values.iter().flat_map(|v| v.0.iter()) {
-        let _ = match value {
-            Value::String(Some(s)) => write!(key, "\0s{}:{s}", s.len()),
-            Value::BigInt(Some(n)) => write!(key, "\0i{n}"),
-            Value::Int(Some(n)) => write!(key, "\0i{n}"),
-            other => write!(key, "\0{other:?}"),
-        };
-    }
-    key
+    pages: KeptPages<[u8; WAL_HEADER]>,
 }
 
 /// The reads that block, handed to the closure of [`DirectReads::run`] on a blocking thread:
@@ -243,9 +190,7 @@ impl DirectReads {
             wal: Mutex::default(),
             running: Arc::new(Semaphore::new(readers)),
             writer: Mutex::default(),
-            pages: Cache::with_weighter(512, KEPT_PAGES_BYTES, PageBytes),
-            seen: Cache::new(SEEN_PAGES),
-            hasher: quick_cache::DefaultHashBuilder::default(),
+            pages: KeptPages::default(),
         }
     }
 
@@ -291,26 +236,18 @@ impl DirectReads {
         statement: Statement,
     ) -> Result<Vec<CallJson>> {
         let key = page_key(&statement);
-        let seen = match self.pages.get(&key) {
-            Some(kept) if self.header() == Some(kept.header) => {
+        let again = match self.pages.look(&key) {
+            Looked::Kept(kept) if self.header() == Some(kept.mark) => {
                 return Ok(kept.calls.as_ref().clone());
             }
-            Some(_) => true,
-            None => {
-                // A collision only keeps a page from its first read.
-                let hash = self.hasher.hash_one(&key);
-                self.seen.get(&hash).is_some() || {
-                    self.seen.insert(hash, ());
-                    false
-                }
-            }
+            Looked::Kept(_) | Looked::Again => true,
+            Looked::First => false,
         };
         self.run(move |reads| {
-            let header = seen.then(|| reads.0.watched_header()).flatten();
+            let header = again.then(|| reads.0.watched_header()).flatten();
             let calls = reads.all(&statement, &CALL_JSON)?;
             if let Some(header) = header {
-                let calls = Arc::new(calls.clone());
-                reads.0.pages.insert(key, KeptPage { header, calls });
+                reads.0.pages.keep(key, header, &calls);
             }
             Ok(calls)
         })
@@ -672,38 +609,6 @@ mod tests {
         assert_eq!(sqlite_file("sqlite::memory:"), None);
         assert_eq!(sqlite_file("sqlite://x.db?mode=memory"), None);
         assert_eq!(sqlite_file("postgres://u@h/db"), None);
-    }
-
-    /// Values that would read the same if joined (a text holding the separator, a number and
-    /// its text) give pages of their own.
-    #[test]
-    fn page_keys_tell_values_apart() {
-        let key = |values: Vec<Value>| {
-            page_key(&Statement::from_sql_and_values(
-                DbBackend::Sqlite,
-                "SELECT ? ?",
-                values,
-            ))
-        };
-        let s = |t: &str| Value::String(Some(t.to_owned()));
-        let keys = [
-            key(vec![s("a\0s1:b"), s("c")]),
-            key(vec![s("a"), s("b\0s1:c")]),
-            key(vec![s("a"), s("b")]),
-            key(vec![s("1"), Value::BigInt(Some(1))]),
-            key(vec![Value::BigInt(Some(1)), s("1")]),
-            key(vec![Value::String(None), s("1")]),
-        ];
-        for (i, a) in keys.iter().enumerate() {
-            for b in &keys[i + 1..] {
-                assert_ne!(a, b);
-            }
-        }
-        assert_eq!(
-            key(vec![s("a"), s("b")]),
-            keys[2],
-            "the same statement, the same page"
-        );
     }
 
     /// At most `readers` reads hold a blocking thread, even when the request that started

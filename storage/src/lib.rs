@@ -92,6 +92,8 @@ mod convert;
 mod direct;
 mod entity;
 mod exec;
+mod hot;
+mod kept;
 mod migration;
 mod monitor;
 mod pool;
@@ -108,6 +110,8 @@ use sea_orm::{
 };
 
 use crate::direct::DirectReads;
+use crate::hot::HotReads;
+use crate::kept::KeptPages;
 use crate::pool::Db;
 use crate::repo::changes::ChangeFeed;
 use sea_orm_migration::MigratorTrait;
@@ -130,6 +134,12 @@ pub struct SeaRepository {
     /// The hot reads of a SQLite file, through rusqlite on bounded blocking threads
     /// (`direct.rs`).
     direct: Option<Arc<DirectReads>>,
+    /// Postgres: the connections of a page of calls's reads (`hot.rs`).
+    hot: Option<Arc<HotReads>>,
+    /// Postgres: pages of calls with their organization's calls version (`kept.rs`).
+    pages: Arc<KeptPages<i64>>,
+    /// Postgres: the reads of organizations' calls versions (`repo/calls/versions.rs`).
+    call_versions: Arc<crate::repo::calls::CallVersions>,
 }
 
 impl SeaRepository {
@@ -177,7 +187,9 @@ impl SeaRepository {
             // broken connection is still found when it is given back (sqlx pings it then).
             opt.test_before_acquire(false);
         } else {
-            opt.max_connections(options.max_connections.unwrap_or(16));
+            // The connections of hot reads are the pool's, held apart from it (`hot.rs`).
+            let max = options.max_connections.unwrap_or(16);
+            opt.max_connections(max - hot::hot_connections(max));
             // sqlx pings every connection it lends, a round trip before each statement. sqlx also
             // pings one when it is given back, so a connection back within the last second was
             // alive then: only those idle longer (which a restart or a proxy may have dropped)
@@ -240,11 +252,21 @@ impl SeaRepository {
         } else {
             None
         };
+        let hot = (db.get_database_backend() == DatabaseBackend::Postgres).then(|| {
+            let max = options.max_connections.unwrap_or(16);
+            Arc::new(HotReads::new(
+                db.get_postgres_connection_pool().clone(),
+                hot::hot_connections(max),
+            ))
+        });
         Ok(Self {
             db: Db::new(db, writer, options.acquire_timeout),
             changes: Arc::default(),
             listening: Arc::default(),
             direct: direct::sqlite_file(url).map(|path| Arc::new(DirectReads::new(path))),
+            hot,
+            pages: Arc::default(),
+            call_versions: Arc::default(),
         })
     }
 

@@ -49,15 +49,20 @@ const COUNTS: &str = "SELECT kind, status, COUNT(*) AS total, \
      FROM jobs GROUP BY kind, status ORDER BY kind";
 
 impl SeaRepository {
-    /// The connection pool's state.
+    /// The connection pool's state; on Postgres with the connections of hot reads (`hot.rs`),
+    /// which are the pool's held apart.
     pub fn pool_status(&self) -> PoolStatus {
         let (open, idle, max) = match self.db.get_database_backend() {
             DatabaseBackend::Postgres => {
                 let pool = self.db.inner.get_postgres_connection_pool();
+                let ((hot_open, hot_idle), hot_max) = self
+                    .hot
+                    .as_ref()
+                    .map_or(((0, 0), 0), |h| (h.status(), h.max()));
                 (
-                    pool.size(),
-                    pool.num_idle(),
-                    pool.options().get_max_connections(),
+                    pool.size() + hot_open,
+                    pool.num_idle() + usize::try_from(hot_idle).unwrap_or(usize::MAX),
+                    pool.options().get_max_connections() + hot_max,
                 )
             }
             _ => {

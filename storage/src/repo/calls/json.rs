@@ -399,22 +399,14 @@ pub(crate) fn write<'r>(cells: &mut impl Cells<'r>) -> Result<CallJson, Invalid>
 }
 
 /// The calls of Postgres `rows` (a page of `calls` rows), as `Call` serializes them.
-pub(crate) fn postgres_page(
-    rows: &[sea_orm::QueryResult],
-) -> voiceplane_core::Result<Vec<CallJson>> {
+pub(crate) fn postgres_page(rows: &[&PgRow]) -> voiceplane_core::Result<Vec<CallJson>> {
     let failed = |e: Invalid| voiceplane_core::Error::Internal(format!("a calls page: {e}"));
-    let mut plan: Option<Vec<(usize, PgKind)>> = None;
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let plan = PgCells::plan(first).map_err(failed)?;
     rows.iter()
-        .map(|row| {
-            let row = row.try_as_pg_row().ok_or_else(|| {
-                voiceplane_core::Error::Internal("a calls page: not a Postgres row".into())
-            })?;
-            let plan = match &mut plan {
-                Some(plan) => plan,
-                None => plan.insert(PgCells::plan(row).map_err(failed)?),
-            };
-            write(&mut PgCells::new(row, plan)).map_err(failed)
-        })
+        .map(|row| write(&mut PgCells::new(row, &plan)).map_err(failed))
         .collect()
 }
 
@@ -422,7 +414,7 @@ pub(crate) fn postgres_page(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use sea_orm::{ConnectionTrait as _, EntityTrait as _};
+    use sea_orm::{ConnectionTrait as _, EntityTrait as _, TransactionTrait as _};
     use serde_json::json;
     use voiceplane_core::model::{Call, CallQuery, UsageComponent, UsageUnit};
     use voiceplane_core::page::PageQuery;
@@ -555,21 +547,7 @@ mod tests {
             .unwrap();
         let org = "org_0000000000000001";
         seed(&repo, org).await;
-        let page = PageQuery {
-            limit: 5,
-            after: None,
-        };
-        let query = CallQuery::default();
-        let statuses = async || -> Vec<String> {
-            let calls = repo.call_list_json(org, &query, &page).await.unwrap();
-            calls
-                .iter()
-                .map(|c| {
-                    let call: serde_json::Value = serde_json::from_str(&c.json).unwrap();
-                    format!("{} {}", c.call_sid, call["status"].as_str().unwrap())
-                })
-                .collect()
-        };
+        let statuses = async || first_statuses(&repo, org).await;
         let first = statuses().await;
         assert_eq!(
             first.len(),
@@ -615,6 +593,105 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// On Postgres a page read twice is answered from memory, without reading `calls`,
+    /// until a commit changes a call of its organization: by this instance, by another, by
+    /// any statement.
+    #[tokio::test]
+    async fn a_kept_postgres_page_follows_every_commit_to_its_calls() {
+        let Some((url, schema)) = crate::test_postgres("call_pages") else {
+            return;
+        };
+        let options = DatabaseOptions {
+            schema: Some(schema.clone()),
+            ..DatabaseOptions::new(url)
+        };
+        let repo = SeaRepository::connect(&options).await.unwrap();
+        let org = "org_0000000000000001";
+        let mut written = seed(&repo, org).await;
+        let other_org = "org_0000000000000002";
+        repo.db
+            .execute_unprepared(&format!(
+                "INSERT INTO organizations (organization_id, name, created_at) \
+                 VALUES ('{other_org}', 'U', 0)"
+            ))
+            .await
+            .unwrap();
+        let statuses = async || first_statuses(&repo, org).await;
+        // While another transaction holds `calls` locked, only a kept page can be answered.
+        let kept = async || -> Vec<String> {
+            let lock = repo.db.begin().await.unwrap();
+            lock.execute_unprepared("LOCK TABLE calls IN ACCESS EXCLUSIVE MODE")
+                .await
+                .unwrap();
+            let page = tokio::time::timeout(std::time::Duration::from_secs(5), statuses())
+                .await
+                .expect("a kept page reads no call");
+            lock.rollback().await.unwrap();
+            page
+        };
+        let first = statuses().await;
+        assert_eq!(first.len(), 6);
+        assert_eq!(first[0], "call_000000000000000f canceled");
+        assert_eq!(statuses().await, first, "read again, and kept");
+        assert_eq!(kept().await, first);
+
+        // Another organization's calls change: this page stays kept.
+        let mut foreign = written[0].clone();
+        foreign.call_sid = "call_1000000000000000".to_owned();
+        foreign.organization_id = other_org.to_owned();
+        foreign.provider_call_id = None;
+        call::Entity::insert(crate::repo::calls::call_row(&foreign).unwrap())
+            .exec_without_returning(&repo.db)
+            .await
+            .unwrap();
+        assert_eq!(kept().await, first);
+
+        repo.db
+            .execute_unprepared(
+                "UPDATE calls SET status = 'completed' WHERE call_sid = 'call_000000000000000f'",
+            )
+            .await
+            .unwrap();
+        let updated = statuses().await;
+        assert_eq!(updated[0], "call_000000000000000f completed");
+        assert_eq!(updated[1..], first[1..]);
+
+        // Another instance inserts a call: the next read shows it.
+        let instance = SeaRepository::connect(&options).await.unwrap();
+        let mut newest = written.pop().unwrap();
+        newest.call_sid = "call_2000000000000000".to_owned();
+        newest.created_at = newest.created_at.add_seconds(1);
+        newest.provider_call_id = None;
+        call::Entity::insert(crate::repo::calls::call_row(&newest).unwrap())
+            .exec_without_returning(&instance.db)
+            .await
+            .unwrap();
+        let inserted = statuses().await;
+        assert_eq!(inserted[0].split(' ').next(), Some("call_2000000000000000"));
+        assert_eq!(inserted[1..], updated[..5]);
+        assert_eq!(statuses().await, inserted);
+        assert_eq!(kept().await, inserted);
+
+        instance
+            .db
+            .execute_unprepared("DELETE FROM calls WHERE call_sid = 'call_2000000000000000'")
+            .await
+            .unwrap();
+        assert_eq!(statuses().await, updated);
+        assert_eq!(statuses().await, updated);
+        instance
+            .db
+            .execute_unprepared("TRUNCATE calls CASCADE")
+            .await
+            .unwrap();
+        assert_eq!(statuses().await, Vec::<String>::new());
+        drop(instance);
+        repo.db
+            .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
+            .await
+            .unwrap();
+    }
+
     /// The same on Postgres (rows decoded by sqlx), in a schema of its own.
     #[tokio::test]
     async fn postgres_rows_are_written_as_calls_serialize() {
@@ -632,6 +709,25 @@ mod tests {
             .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
             .await
             .unwrap();
+    }
+
+    /// The first page of 5 calls of `org` as JSON, each as `<call_sid> <status>`.
+    async fn first_statuses(repo: &SeaRepository, org: &str) -> Vec<String> {
+        let page = PageQuery {
+            limit: 5,
+            after: None,
+        };
+        let calls = repo
+            .call_list_json(org, &CallQuery::default(), &page)
+            .await
+            .unwrap();
+        calls
+            .iter()
+            .map(|c| {
+                let call: serde_json::Value = serde_json::from_str(&c.json).unwrap();
+                format!("{} {}", c.call_sid, call["status"].as_str().unwrap())
+            })
+            .collect()
     }
 
     /// The schema migrated, and organization `org` with every call of [`calls`], which it

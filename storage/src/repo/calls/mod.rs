@@ -16,6 +16,9 @@ use super::{one, record_event, record_if_changed};
 pub(crate) mod json;
 pub mod queries;
 mod transcripts;
+mod versions;
+
+pub(crate) use versions::CallVersions;
 
 use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts, ts_opt};

@@ -12,9 +12,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, SimpleExpr, UnionType};
+use sea_orm::sqlx::postgres::PgRow;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, FromQueryResult, QueryFilter,
-    QuerySelect, QueryTrait, Select, Statement, Value, Values,
+    QueryResult, QuerySelect, QueryTrait, Select, Statement, Value, Values,
 };
 use voiceplane_core::Result;
 use voiceplane_core::model::{
@@ -27,6 +28,7 @@ use super::call_from;
 use crate::SeaRepository;
 use crate::convert::db_err;
 use crate::entity::call;
+use crate::kept::{Looked, page_key};
 use crate::repo::keyset;
 
 /// `terms` as a full-text query that requires every one of them, in `backend`'s syntax. The
@@ -364,6 +366,94 @@ struct StatsRow {
     key: Option<String>,
 }
 
+/// The number Postgres raises at every commit that changes an organization's calls
+/// (migration m0026); 0 before its first.
+const CALLS_VERSION: &str = "SELECT version FROM call_versions WHERE organization_id = $1";
+
+impl SeaRepository {
+    /// A page of calls on Postgres, as JSON. A page read twice is kept with its
+    /// organization's calls version, read before the page, and answered while a read of the
+    /// version (one row, one round trip) finds it unchanged: no commit has changed a call of
+    /// the organization since, on any instance. A page matching words in transcripts is always
+    /// read: removing a transcript leaves its call's row alone.
+    async fn postgres_page(
+        &self,
+        organization_id: &str,
+        query: &CallQuery,
+        page: &PageQuery,
+    ) -> Result<Vec<CallJson>> {
+        let statement = list_statement(DatabaseBackend::Postgres, organization_id, query, page);
+        if !query.terms.is_empty() {
+            // Through the pool: a search may be slow, and must not hold up the hot reads.
+            let rows = PgRows::Pooled(self.db.query_all_raw(statement).await.map_err(db_err)?);
+            return super::json::postgres_page(&rows.rows());
+        }
+        let key = page_key(&statement);
+        let version = match self.pages.look(&key) {
+            Looked::Kept(kept) => {
+                let version = self.calls_version(organization_id).await?;
+                if version == kept.mark {
+                    return Ok(kept.calls.as_ref().clone());
+                }
+                Some(version)
+            }
+            Looked::Again => Some(self.calls_version(organization_id).await?),
+            Looked::First => None,
+        };
+        let calls = super::json::postgres_page(&self.postgres_rows(statement).await?.rows())?;
+        if let Some(version) = version {
+            self.pages.keep(key, version, &calls);
+        }
+        Ok(calls)
+    }
+
+    /// The calls version of `organization_id` (see [`CALLS_VERSION`]), one read for the
+    /// requests waiting together (`versions.rs`).
+    async fn calls_version(&self, organization_id: &str) -> Result<i64> {
+        self.call_versions
+            .current(organization_id, async || {
+                let statement = Statement::from_sql_and_values(
+                    DatabaseBackend::Postgres,
+                    CALLS_VERSION,
+                    [Value::from(organization_id)],
+                );
+                let rows = self.postgres_rows(statement).await?;
+                rows.rows().first().map_or(Ok(0), |row| {
+                    sea_orm::sqlx::Row::try_get::<i64, _>(*row, 0)
+                        .map_err(|e| db_err(sea_orm::DbErr::Type(e.to_string())))
+                })
+            })
+            .await
+    }
+
+    /// The rows of `statement` on a connection of the hot reads (`hot.rs`), or through the
+    /// pool while those are not yet taken.
+    async fn postgres_rows(&self, statement: Statement) -> Result<PgRows> {
+        if let Some(hot) = &self.hot
+            && let Some(rows) = hot.all(&statement).await.map_err(db_err)?
+        {
+            return Ok(PgRows::Hot(rows));
+        }
+        let rows = self.db.query_all_raw(statement).await.map_err(db_err)?;
+        Ok(PgRows::Pooled(rows))
+    }
+}
+
+/// Rows of Postgres, as a hot connection or the pool returned them.
+enum PgRows {
+    Hot(Vec<PgRow>),
+    Pooled(Vec<QueryResult>),
+}
+
+impl PgRows {
+    fn rows(&self) -> Vec<&PgRow> {
+        match self {
+            Self::Hot(rows) => rows.iter().collect(),
+            Self::Pooled(rows) => rows.iter().filter_map(QueryResult::try_as_pg_row).collect(),
+        }
+    }
+}
+
 #[async_trait]
 impl CallQueryRepository for SeaRepository {
     async fn call_list(
@@ -401,9 +491,7 @@ impl CallQueryRepository for SeaRepository {
         let backend = self.db.get_database_backend();
         let Some(direct) = self.direct() else {
             if backend == DatabaseBackend::Postgres {
-                let statement = list_statement(backend, organization_id, query, page);
-                let rows = self.db.query_all_raw(statement).await.map_err(db_err)?;
-                return super::json::postgres_page(&rows);
+                return self.postgres_page(organization_id, query, page).await;
             }
             return CallJson::of_all(&self.call_list(organization_id, query, page).await?);
         };
