@@ -679,6 +679,19 @@ mod tests {
             .unwrap();
         assert_eq!(statuses().await, updated);
         assert_eq!(statuses().await, updated);
+        // A writer whose search path does not hold the schema (an operator's psql) still
+        // raises the version.
+        let txn = instance.db.begin().await.unwrap();
+        txn.execute_unprepared("SET LOCAL search_path = public")
+            .await
+            .unwrap();
+        txn.execute_unprepared(&format!(
+            "UPDATE {schema}.calls SET status = 'failed' WHERE call_sid = 'call_000000000000000f'"
+        ))
+        .await
+        .unwrap();
+        txn.commit().await.unwrap();
+        assert_eq!(statuses().await[0], "call_000000000000000f failed");
         instance
             .db
             .execute_unprepared("TRUNCATE calls CASCADE")
