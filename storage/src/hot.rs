@@ -11,7 +11,9 @@
 //! many connections smaller ([`hot_connections`]), so the database never sees more than
 //! `max_connections`. A read waits for one of them to be free: pages polled by many clients
 //! then hold that many connections at most, and writes keep the pool's. Only while they are
-//! still being taken (the pool has none idle) does a read go through the pool instead. A
+//! still being taken (the pool has none idle), or when none was free within the pool's
+//! first wait (`database.connect_timeout`: statements that hang on an unreachable database
+//! must not hold the reads behind them), does a read go through the pool instead. A
 //! connection whose statement failed, or whose read was dropped mid-statement (its client
 //! went away), is closed, never lent again half-read. One idle for longer than a second is
 //! pinged before it is lent, as the pool does, and one older than the pool's connection
@@ -43,6 +45,9 @@ pub(crate) fn hot_connections(max: u32) -> u32 {
 /// See the module documentation.
 pub(crate) struct HotReads {
     pool: PgPool,
+    /// The longest wait for a connection before the read goes through the pool, whose own
+    /// waits tell an unreachable database (503) from a busy one (`pool.rs`).
+    wait: Duration,
     idle: Mutex<Vec<Held>>,
     /// One permit per connection, lent or not.
     permits: Semaphore,
@@ -116,10 +121,11 @@ fn close(conn: PgConnection) {
 }
 
 impl HotReads {
-    /// Up to `max` connections of `pool`'s.
-    pub(crate) fn new(pool: PgPool, max: u32) -> Self {
+    /// Up to `max` connections of `pool`'s, each waited for up to `wait`.
+    pub(crate) fn new(pool: PgPool, max: u32, wait: Duration) -> Self {
         Self {
             pool,
+            wait,
             idle: Mutex::default(),
             permits: Semaphore::new(usize::try_from(max).unwrap_or(usize::MAX)),
             open: AtomicUsize::new(0),
@@ -146,7 +152,8 @@ impl HotReads {
     }
 
     /// The rows of `statement` (built for Postgres) on a connection of its own, once one is
-    /// free; `None`, having run nothing, while the pool has none idle to take.
+    /// free; `None`, having run nothing, while the pool has none idle to take or when none
+    /// was free within the wait (the database may hold them in statements that hang).
     pub(crate) async fn all(&self, statement: &Statement) -> Result<Option<Vec<PgRow>>, DbErr> {
         let Some(mut lent) = self.lend().await else {
             return Ok(None);
@@ -173,7 +180,8 @@ impl HotReads {
             closed.into_iter().for_each(|held| close(held.conn));
             return None;
         }
-        let mut permit = Some(self.permits.acquire().await.ok()?);
+        let permit = tokio::time::timeout(self.wait, self.permits.acquire()).await;
+        let mut permit = Some(permit.ok()?.ok()?);
         loop {
             let held = self.idle().pop();
             let Some(held) = held else { break };
@@ -245,6 +253,7 @@ mod tests {
         let repo = SeaRepository::connect(&DatabaseOptions {
             schema: Some(schema.clone()),
             max_connections: Some(8),
+            connect_timeout: Duration::from_millis(300),
             ..DatabaseOptions::new(url)
         })
         .await
@@ -276,11 +285,19 @@ mod tests {
         assert_eq!(number(&repo, "SELECT 2::BIGINT").await, 2);
 
         // More reads than connections wait for one: never more than two are held.
-        let nap = sql("SELECT pg_sleep(0.2)");
+        let nap = sql("SELECT pg_sleep(0.05)");
         let reads = tokio::join!(hot.all(&nap), hot.all(&nap), hot.all(&nap));
         assert!(reads.0.is_ok() && reads.1.is_ok() && reads.2.is_ok());
         assert!(hot.status().0 <= 2);
         assert!(repo.pool_status().open <= 8);
+
+        // Every connection held (by statements that do not end, say): the next read is given
+        // up after the wait, and the caller goes through the pool instead.
+        let held = hot.permits.acquire_many(2).await.unwrap();
+        let asked = std::time::Instant::now();
+        assert!(hot.all(&sql("SELECT 5::BIGINT")).await.unwrap().is_none());
+        assert!(asked.elapsed() >= Duration::from_millis(300), "it waited");
+        drop(held);
         repo.db
             .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
             .await

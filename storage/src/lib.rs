@@ -257,6 +257,7 @@ impl SeaRepository {
             Arc::new(HotReads::new(
                 db.get_postgres_connection_pool().clone(),
                 hot::hot_connections(max),
+                first_wait,
             ))
         });
         Ok(Self {
