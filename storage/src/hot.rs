@@ -21,14 +21,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, SemaphorePermit};
 
 use sea_orm::sqlx::postgres::PgRow;
 use sea_orm::sqlx::{self, Connection as _, PgConnection, PgPool};
 use sea_orm::{DbErr, RuntimeErr, Statement, Values};
 use sea_query_sqlx::SqlxValues;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// A connection idle for longer is pinged before it is lent (see `lib.rs`, the pool's
 /// `test_before_acquire_if_idle_for`).
@@ -49,7 +48,7 @@ pub(crate) struct HotReads {
     /// waits tell an unreachable database (503) from a busy one (`pool.rs`).
     wait: Duration,
     idle: Mutex<Vec<Held>>,
-    /// One permit per connection, lent or not.
+    /// `max` permits: a lent connection holds one, so no more than `max` are ever open.
     permits: Semaphore,
     /// Connections detached from the pool and not yet closed, idle or lent.
     open: AtomicUsize,
