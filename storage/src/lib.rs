@@ -157,6 +157,8 @@ impl SeaRepository {
             )));
         }
         let mut opt = ConnectOptions::new(url.to_owned());
+        let postgres_max = options.max_connections.unwrap_or(16);
+        let hot_max = hot::hot_connections(postgres_max);
         // sea-orm's connect and acquire timeouts are both sqlx's one acquire timeout.
         let first_wait = if is_sqlite {
             options.acquire_timeout
@@ -188,8 +190,7 @@ impl SeaRepository {
             opt.test_before_acquire(false);
         } else {
             // The connections of hot reads are the pool's, held apart from it (`hot.rs`).
-            let max = options.max_connections.unwrap_or(16);
-            opt.max_connections(max - hot::hot_connections(max));
+            opt.max_connections(postgres_max - hot_max);
             // sqlx pings every connection it lends, a round trip before each statement. sqlx also
             // pings one when it is given back, so a connection back within the last second was
             // alive then: only those idle longer (which a restart or a proxy may have dropped)
@@ -253,10 +254,9 @@ impl SeaRepository {
             None
         };
         let hot = (db.get_database_backend() == DatabaseBackend::Postgres).then(|| {
-            let max = options.max_connections.unwrap_or(16);
             Arc::new(HotReads::new(
                 db.get_postgres_connection_pool().clone(),
-                hot::hot_connections(max),
+                hot_max,
                 first_wait,
             ))
         });
