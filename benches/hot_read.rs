@@ -21,7 +21,10 @@
 //! - `calls new`: the first page with a `created_before` later than every call, a different
 //!   second for every request (a wrk script): a page never read before, which the binary's
 //!   kept pages cannot answer (`calls first` and `calls deep` repeat one page, as a polling
-//!   console does, and on SQLite come from memory while nothing is committed).
+//!   console does, and on SQLite come from memory while nothing is committed);
+//! - `/healthz unlogged` and `agent unlogged`: the same two requests to a second instance of the
+//!   binary started with `RUST_LOG=warn,voiceplane_bin=info`, which opens no request span and
+//!   writes no request line: the difference is what the request log costs.
 //!
 //! Printed per database and N: the median over rounds of requests/s, p50 and p99, each as a
 //! share of the raw hyper server's requests/s (deep against the first page too), the server
@@ -453,6 +456,13 @@ async fn measure(
         cmd
     });
     let server = Process::spawn(serving(bin, Some(&on), &seeded.dir, &seeded.url));
+    // The same binary with its request log off: what the log line and its span cost. The
+    // binary's own INFO lines stay on, its address among them.
+    let unlogged = Process::spawn({
+        let mut cmd = serving(bin, Some(&on), &seeded.dir, &seeded.url);
+        cmd.env("RUST_LOG", "warn,voiceplane_bin=info");
+        cmd
+    });
     // Warm the binary's caches and pools the way a running server has them.
     let status = reqwest::Client::new()
         .patch(format!("{}/api/agents/{}", server.base, seeded.agent_id))
@@ -464,6 +474,18 @@ async fn measure(
         .unwrap()
         .status();
     assert!(status.is_success(), "the warm-up PATCH: {status}");
+    let status = reqwest::Client::new()
+        .get(format!("{}/api/agents/{}", unlogged.base, seeded.agent_id))
+        .header("X-API-Key", &seeded.key)
+        .header("X-Organization-Id", &seeded.org)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(
+        status.is_success(),
+        "the unlogged server's warm-up GET: {status}"
+    );
 
     let headers = vec![
         format!("X-API-Key: {}", seeded.key),
@@ -493,8 +515,24 @@ async fn measure(
             format!("{}/api/calls?new", server.base),
             headers.clone(),
         ),
+        (
+            "/healthz unlogged",
+            format!("{}/healthz", unlogged.base),
+            vec![],
+        ),
+        (
+            "agent unlogged",
+            format!("{}/api/agents/{}", unlogged.base, seeded.agent_id),
+            headers.clone(),
+        ),
     ];
-    let pids = [raw.child.id(), stack.child.id()];
+    // The process each target measures, by the target's position.
+    let pid_of = |i: usize| match i {
+        0 => raw.child.id(),
+        1 => stack.child.id(),
+        7 | 8 => unlogged.child.id(),
+        _ => server.child.id(),
+    };
     let perf_dir = std::env::var_os("VOICEPLANE_BENCH_PERF").map(PathBuf::from);
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); targets.len()];
     let tick_hz = ticks_per_second();
@@ -511,7 +549,7 @@ async fn measure(
             }
             // The first round of each target under `perf record`, when asked.
             let perf = perf_dir.as_ref().filter(|_| round == 1).map(|dir| {
-                let pid = pids.get(i).copied().unwrap_or(server.child.id());
+                let pid = pid_of(i);
                 let file = dir.join(format!(
                     "{name}-{cores}-{}.data",
                     label.replace(['/', ' '], "")
@@ -534,7 +572,7 @@ async fn measure(
                     .spawn()
                     .expect("perf runs")
             });
-            let pid = pids.get(i).copied().unwrap_or(server.child.id());
+            let pid = pid_of(i);
             let before = cpu_ticks(pid);
             let mut sample = wrk(load, url, headers, secs);
             let ticks = (cpu_ticks(pid) - before) as f64;
@@ -568,12 +606,12 @@ async fn measure(
         load.threads, load.cores, seeded.calls
     );
     println!(
-        "{name}: {:<14} {:>10} {:>9} {:>9} {:>9} {:>11} {:>9}",
+        "{name}: {:<17} {:>10} {:>9} {:>9} {:>9} {:>11} {:>9}",
         "target", "req/s", "p50 ms", "p99 ms", "/raw", "CPU us/req", "raw/CPU"
     );
     for ((label, _, _), s) in targets.iter().zip(&summary) {
         println!(
-            "{name}: {label:<14} {:>10.0} {:>9.3} {:>9.3} {:>8.1}% {:>11.1} {:>8.1}%",
+            "{name}: {label:<17} {:>10.0} {:>9.3} {:>9.3} {:>8.1}% {:>11.1} {:>8.1}%",
             s.rps,
             s.p50_ms,
             s.p99_ms,
@@ -606,7 +644,7 @@ async fn measure(
     summary
 }
 
-const LABELS: [&str; 7] = [
+const LABELS: [&str; 9] = [
     "raw hyper",
     "serve_service",
     "/healthz",
@@ -614,6 +652,8 @@ const LABELS: [&str; 7] = [
     "calls first",
     "calls deep",
     "calls new",
+    "/healthz unlogged",
+    "agent unlogged",
 ];
 
 async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load) {
@@ -630,7 +670,7 @@ async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load
             for (label, (s, b)) in LABELS.iter().zip(summary.iter().zip(base)) {
                 let gain = s.rps / b.rps;
                 println!(
-                    "{name}: {cores} cores {label:<14} {:>10.0} req/s  {gain:>5.2}x  ({:.2} of linear)",
+                    "{name}: {cores} cores {label:<17} {:>10.0} req/s  {gain:>5.2}x  ({:.2} of linear)",
                     s.rps,
                     gain / linear
                 );
