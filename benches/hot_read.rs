@@ -441,7 +441,7 @@ async fn measure(
     seeded: &Seeded,
     cores: usize,
     load: &Load,
-) -> Vec<Sample> {
+) -> Vec<(&'static str, Sample)> {
     let rounds: usize = env_or("VOICEPLANE_BENCH_ROUNDS", 3);
     let secs: u64 = env_or("VOICEPLANE_BENCH_SECS", 10);
     let on = core_list(0, cores);
@@ -491,53 +491,65 @@ async fn measure(
         format!("X-API-Key: {}", seeded.key),
         format!("X-Organization-Id: {}", seeded.org),
     ];
+    // Each target: its label, its URL, its headers and the process it measures.
+    let (raw_pid, stack_pid) = (raw.child.id(), stack.child.id());
+    let (server_pid, unlogged_pid) = (server.child.id(), unlogged.child.id());
     let targets = [
-        ("raw hyper", format!("{}/", raw.base), vec![]),
-        ("serve_service", format!("{}/", stack.base), vec![]),
-        ("/healthz", format!("{}/healthz", server.base), vec![]),
+        ("raw hyper", format!("{}/", raw.base), vec![], raw_pid),
+        (
+            "serve_service",
+            format!("{}/", stack.base),
+            vec![],
+            stack_pid,
+        ),
+        (
+            "/healthz",
+            format!("{}/healthz", server.base),
+            vec![],
+            server_pid,
+        ),
         (
             "agent",
             format!("{}/api/agents/{}", server.base, seeded.agent_id),
             headers.clone(),
+            server_pid,
         ),
         (
             "calls first",
             format!("{}/api/calls?limit=50", server.base),
             headers.clone(),
+            server_pid,
         ),
         (
             "calls deep",
             format!("{}/api/calls?limit=50&cursor={}", server.base, seeded.deep),
             headers.clone(),
+            server_pid,
         ),
         (
             "calls new",
             format!("{}/api/calls?new", server.base),
             headers.clone(),
+            server_pid,
         ),
         (
             "/healthz unlogged",
             format!("{}/healthz", unlogged.base),
             vec![],
+            unlogged_pid,
         ),
         (
             "agent unlogged",
             format!("{}/api/agents/{}", unlogged.base, seeded.agent_id),
             headers.clone(),
+            unlogged_pid,
         ),
     ];
-    // The process each target measures, by the target's position.
-    let pid_of = |i: usize| match i {
-        0 => raw.child.id(),
-        1 => stack.child.id(),
-        7 | 8 => unlogged.child.id(),
-        _ => server.child.id(),
-    };
     let perf_dir = std::env::var_os("VOICEPLANE_BENCH_PERF").map(PathBuf::from);
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); targets.len()];
     let tick_hz = ticks_per_second();
     for round in 1..=rounds {
-        for (i, (label, url, headers)) in targets.iter().enumerate() {
+        for (i, &(label, ref url, ref headers, pid)) in targets.iter().enumerate() {
             if !selected(label) {
                 samples[i].push(Sample {
                     rps: f64::NAN,
@@ -549,7 +561,6 @@ async fn measure(
             }
             // The first round of each target under `perf record`, when asked.
             let perf = perf_dir.as_ref().filter(|_| round == 1).map(|dir| {
-                let pid = pid_of(i);
                 let file = dir.join(format!(
                     "{name}-{cores}-{}.data",
                     label.replace(['/', ' '], "")
@@ -572,7 +583,6 @@ async fn measure(
                     .spawn()
                     .expect("perf runs")
             });
-            let pid = pid_of(i);
             let before = cpu_ticks(pid);
             let mut sample = wrk(load, url, headers, secs);
             let ticks = (cpu_ticks(pid) - before) as f64;
@@ -592,15 +602,20 @@ async fn measure(
             server.rss_mib()
         );
     }
-    let summary: Vec<Sample> = samples
+    let summary: Vec<(&'static str, Sample)> = targets
         .iter()
-        .map(|s| Sample {
-            rps: median(s.iter().map(|x| x.rps).collect()),
-            p50_ms: median(s.iter().map(|x| x.p50_ms).collect()),
-            p99_ms: median(s.iter().map(|x| x.p99_ms).collect()),
-            cpu_us: median(s.iter().map(|x| x.cpu_us).collect()),
+        .zip(&samples)
+        .map(|(&(label, ..), s)| {
+            let sample = Sample {
+                rps: median(s.iter().map(|x| x.rps).collect()),
+                p50_ms: median(s.iter().map(|x| x.p50_ms).collect()),
+                p99_ms: median(s.iter().map(|x| x.p99_ms).collect()),
+                cpu_us: median(s.iter().map(|x| x.cpu_us).collect()),
+            };
+            (label, sample)
         })
         .collect();
+    let raw_sample = summary[0].1;
     println!(
         "{name}: server on cores {on}, wrk -t{} -c{CONNECTIONS} -d{secs}s on cores {}, median of {rounds} rounds, {} calls",
         load.threads, load.cores, seeded.calls
@@ -609,25 +624,25 @@ async fn measure(
         "{name}: {:<17} {:>10} {:>9} {:>9} {:>9} {:>11} {:>9}",
         "target", "req/s", "p50 ms", "p99 ms", "/raw", "CPU us/req", "raw/CPU"
     );
-    for ((label, _, _), s) in targets.iter().zip(&summary) {
+    for (label, s) in &summary {
         println!(
             "{name}: {label:<17} {:>10.0} {:>9.3} {:>9.3} {:>8.1}% {:>11.1} {:>8.1}%",
             s.rps,
             s.p50_ms,
             s.p99_ms,
-            100.0 * s.rps / summary[0].rps,
+            100.0 * s.rps / raw_sample.rps,
             s.cpu_us,
-            100.0 * summary[0].cpu_us / s.cpu_us
+            100.0 * raw_sample.cpu_us / s.cpu_us
         );
     }
     println!(
         "{name}: deep page / first page latency (p50): {:.2}",
-        summary[5].p50_ms / summary[4].p50_ms
+        summary[5].1.p50_ms / summary[4].1.p50_ms
     );
 
     let soak: u64 = env_or("VOICEPLANE_BENCH_SOAK_SECS", 0);
     if soak > 0 {
-        let (_, url, headers) = &targets[3];
+        let (_, url, headers, _) = &targets[3];
         let mut elapsed = 0;
         println!("{name}: soak: RSS {:.1} MiB at 0 s", server.rss_mib());
         while elapsed < soak {
@@ -644,18 +659,6 @@ async fn measure(
     summary
 }
 
-const LABELS: [&str; 9] = [
-    "raw hyper",
-    "serve_service",
-    "/healthz",
-    "agent",
-    "calls first",
-    "calls deep",
-    "calls new",
-    "/healthz unlogged",
-    "agent unlogged",
-];
-
 async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load) {
     let mut by_cores = Vec::new();
     for &cores in plan {
@@ -667,7 +670,7 @@ async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load
         println!("{name}: scaling, req/s against {base_cores} core(s) (linear = the core ratio)");
         for (cores, summary) in rest {
             let linear = *cores as f64 / *base_cores as f64;
-            for (label, (s, b)) in LABELS.iter().zip(summary.iter().zip(base)) {
+            for ((label, s), (_, b)) in summary.iter().zip(base) {
                 let gain = s.rps / b.rps;
                 println!(
                     "{name}: {cores} cores {label:<17} {:>10.0} req/s  {gain:>5.2}x  ({:.2} of linear)",
