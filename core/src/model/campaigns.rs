@@ -176,7 +176,7 @@ impl RetryPolicy {
         now: Timestamp,
     ) -> (RecipientStatus, Option<Timestamp>) {
         use crate::model::CallStatus;
-        if call.end_reason.as_deref() == Some(crate::model::DIAL_OUTCOME_UNKNOWN) {
+        if call.dial_outcome_unknown() {
             return (RecipientStatus::Failed, None);
         }
         let outcome = match call.status {

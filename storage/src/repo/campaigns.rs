@@ -13,8 +13,8 @@ use sea_orm::{
 };
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
-    AuditedChange, Call, Campaign, CampaignCounts, CampaignStatus, Event, EventStamp, Recipient,
-    RecipientStatus,
+    AuditedChange, Call, CallStatus, Campaign, CampaignCounts, CampaignStatus, Event, EventStamp,
+    Recipient, RecipientStatus,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{
@@ -227,7 +227,13 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     let (Some(campaign_id), Some(recipient_id)) = (&after.campaign_id, &after.recipient_id) else {
         return Ok(());
     };
-    if is_terminal(before.status) || !is_terminal(after.status) {
+    if !is_terminal(after.status) {
+        return Ok(());
+    }
+    if before.dial_outcome_unknown() && !after.dial_outcome_unknown() {
+        return outcome_learnt(db, recipient_id, after).await;
+    }
+    if is_terminal(before.status) {
         return Ok(());
     }
     let bumped = execute(
@@ -272,6 +278,35 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
         .await
         .map_err(db_err)?;
     hurry(db, campaign_id, now).await
+}
+
+/// Applies what a report says of a campaign's call whose dial ended of unknown outcome: its
+/// recipient was failed then, without a retry, since the person may have been rung. It keeps
+/// that (no second call), but now shows the call's real outcome, and a call that reached
+/// the person completes it.
+async fn outcome_learnt<C: ConnectionTrait>(
+    db: &C,
+    recipient_id: &str,
+    after: &Call,
+) -> Result<()> {
+    let status = if after.status == CallStatus::Completed {
+        RecipientStatus::Completed
+    } else {
+        RecipientStatus::Failed
+    };
+    recipient::Entity::update_many()
+        .col_expr(recipient::Column::Status, Expr::val(status.as_str()))
+        .col_expr(
+            recipient::Column::LastOutcome,
+            Expr::val(after.status.as_str()),
+        )
+        .filter(recipient::Column::RecipientId.eq(recipient_id))
+        .filter(recipient::Column::Status.eq(RecipientStatus::Failed.as_str()))
+        .filter(recipient::Column::LastCallSid.eq(&after.call_sid))
+        .exec(db)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }
 
 /// An upload of recipients inside its transaction.

@@ -985,6 +985,77 @@ async fn a_campaign_waits_while_the_credit_limit_is_reached(ctx: &TestContext) {
     line.close().await;
 }
 
+/// A campaign's dial whose outcome is unknown (Twilio answers past the client's timeout) is
+/// never tried again, even with `failed` in `retry.on`: its recipient fails after one request
+/// to Twilio. When Twilio later reports the call completed, the recipient shows it reached.
+async fn a_dial_of_unknown_outcome_is_never_retried_yet_learns_its_outcome(ctx: &TestContext) {
+    let line = Line::open_with(
+        ctx,
+        Provider::Twilio,
+        std::time::Duration::from_millis(400),
+        true,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(CALLS))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_json(json!({"sid": "CA00000000000000000000000000000093"}))
+                .set_delay(std::time::Duration::from_secs(3)),
+        )
+        .mount(&line.provider)
+        .await;
+    let created = line
+        .c
+        .create(
+            "/api/campaigns",
+            campaign_body(
+                &line,
+                json!({"retry": {"max_attempts": 3, "delay_secs": 60, "on": ["failed"]}}),
+            ),
+        )
+        .await;
+    let path = format!(
+        "/api/campaigns/{}",
+        created["campaign_id"].as_str().unwrap()
+    );
+    let to = "+14155550501";
+    let (status, _) = line
+        .c
+        .post(
+            &format!("{path}/recipients"),
+            json!({"recipients": [{"to_number": to}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    let failed = eventually_value(&line, &path, to, |r| r["status"] == "failed").await;
+    assert_eq!(failed["attempts"], 1, "{failed}");
+    assert_eq!(failed["last_outcome"], "failed", "{failed}");
+    assert_eq!(failed["next_attempt_at"], Value::Null, "{failed}");
+    let call_sid = failed["last_call_sid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        line.call(&call_sid).await["end_reason"],
+        "dial_outcome_unknown"
+    );
+    eventually("the campaign completes", || async {
+        campaign(&line, &path).await["status"] == "completed"
+    })
+    .await;
+    ends(&line, &call_sid, "completed").await;
+    let reached = recipients(&line, &path).await[to].clone();
+    assert_eq!(reached["status"], "completed", "{reached}");
+    assert_eq!(reached["last_outcome"], "completed", "{reached}");
+    assert_eq!(reached["attempts"], 1, "{reached}");
+    assert_eq!(line.call(&call_sid).await["status"], "completed");
+    let shown = counts_are_true(&line, &path).await;
+    assert_eq!(shown["counts"]["completed"], 1);
+    assert_eq!(shown["counts"]["failed"], 0);
+    assert_eq!(dialed(&line).await.len(), 1);
+    line.close().await;
+}
+
 /// When the pacing job of key `key` is due (queued), in micros.
 async fn pace_due(ctx: &TestContext, key: &str) -> Option<i64> {
     use sea_orm::{ConnectionTrait, Statement};
@@ -1018,5 +1089,6 @@ db_tests!(
     campaigns_move_through_their_states,
     csv_uploads_are_all_or_nothing,
     a_campaign_calls_everyone_within_its_concurrency,
+    a_dial_of_unknown_outcome_is_never_retried_yet_learns_its_outcome,
     campaigns_wait_for_windows_and_stop_when_told,
 );

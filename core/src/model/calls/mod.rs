@@ -255,6 +255,13 @@ impl Call {
             recording: None,
         }
     }
+
+    /// Whether this is a dial of unknown outcome ([`DIAL_OUTCOME_UNKNOWN`]): failed, yet a
+    /// later report still moves it.
+    pub fn dial_outcome_unknown(&self) -> bool {
+        self.status == CallStatus::Failed
+            && self.end_reason.as_deref() == Some(DIAL_OUTCOME_UNKNOWN)
+    }
 }
 
 /// A provider's refusal of a call: its error code and message (never a credential).

@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::status::outcome_unknown;
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
@@ -45,7 +44,7 @@ impl Service {
             .await?
             .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))?;
         let ended = || Error::Conflict(format!("call {call_sid} has already ended"));
-        if is_terminal(call.status) && !outcome_unknown(&call) {
+        if is_terminal(call.status) && !call.dial_outcome_unknown() {
             return Err(ended());
         }
         if call.provider.is_none() {

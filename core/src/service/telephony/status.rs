@@ -33,11 +33,6 @@ enum Move {
     TelnyxHangup(String),
 }
 
-/// Whether `call` is the failed dial of unknown outcome.
-pub(super) fn outcome_unknown(call: &Call) -> bool {
-    call.status == CallStatus::Failed && call.end_reason.as_deref() == Some(DIAL_OUTCOME_UNKNOWN)
-}
-
 /// `report` applied to `call` at `now`: forward only; a terminal status is final, except
 /// after a dial of unknown outcome.
 fn apply(call: &mut Call, report: Report, now: Timestamp) {
@@ -55,7 +50,7 @@ fn apply(call: &mut Call, report: Report, now: Timestamp) {
         }
     });
     if let Some(to) = to {
-        let unknown = outcome_unknown(call);
+        let unknown = call.dial_outcome_unknown();
         if unknown || progress::moves_forward(call.status, to) {
             if unknown {
                 call.end_reason = None;
