@@ -587,12 +587,23 @@ async fn a_campaign_calls_everyone_within_its_concurrency(ctx: &TestContext) {
         assert!(live.len() <= 5, "{} calls in flight at once", live.len());
         if live.is_empty() {
             // Only retries are left, due a minute after their first attempt ended: time
-            // moves on (only then, so that no job's lease ends while it runs).
+            // moves on, but only while no call is under way and none is due, so that no dial
+            // can be in flight when its job's lease ends (the job would then end the call
+            // of unknown outcome).
             let rs = recipients(&line, &path).await;
-            let pending: Vec<&Value> = rs.values().filter(|r| r["status"] == "pending").collect();
-            let waiting = !pending.is_empty()
-                && shown["counts"]["in_progress"] == 0
-                && pending.iter().all(|r| r["next_attempt_at"].is_string());
+            let now = ctx.clock.peek();
+            let due_later = |r: &Value| {
+                r["next_attempt_at"].as_str().is_some_and(|at| {
+                    voiceplane_core::time::Timestamp::parse_rfc3339(at, "next_attempt_at").unwrap()
+                        > now
+                })
+            };
+            let waiting = rs.values().all(|r| r["status"] != "in_progress")
+                && rs
+                    .values()
+                    .filter(|r| r["status"] == "pending")
+                    .all(due_later)
+                && rs.values().any(|r| r["status"] == "pending");
             if waiting {
                 ctx.clock.advance(61);
             }
