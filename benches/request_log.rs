@@ -3,8 +3,10 @@
 //! recorded at once), entered, and its `request completed` event, written to a sink. Side by
 //! side in one run, alternating rounds:
 //!
-//! - the lines of `voiceplane_bin::log_layer` (text and JSON) behind the `Targets` filter the
-//!   binary now builds from `RUST_LOG`;
+//! - the subscriber the binary installs, `voiceplane_bin::log_subscriber` (text and JSON),
+//!   with the `Targets` filter it builds from `RUST_LOG`;
+//! - the same lines through tracing-subscriber's registry: `voiceplane_bin::log_layer` behind
+//!   that filter, as an application that composes its own layers has them;
 //! - tracing-subscriber's own formatters configured as the binary had them before (plain
 //!   `Full` text; JSON with the event flattened, the current span and the span list) behind an
 //!   `EnvFilter`, the reference;
@@ -23,7 +25,7 @@ use std::time::Instant;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _, Registry};
 use voiceplane_bin::config::LogFormat;
-use voiceplane_bin::{DEFAULT_LOG_FILTER, log_layer};
+use voiceplane_bin::{DEFAULT_LOG_FILTER, log_layer, log_subscriber};
 
 const REQUESTS: u32 = 200_000;
 const ROUNDS: usize = 5;
@@ -81,7 +83,7 @@ fn targets() -> tracing_subscriber::filter::Targets {
 
 fn main() {
     let sink = std::io::sink;
-    let variants: [(&str, Variant); 5] = [
+    let variants: [(&str, Variant); 7] = [
         ("no subscriber", Box::new(|| per_request(None::<Registry>))),
         (
             "tracing-subscriber text + EnvFilter (before)",
@@ -105,6 +107,10 @@ fn main() {
                         .with(log_layer(LogFormat::Text, false, sink)),
                 ))
             }),
+        ),
+        (
+            "voiceplane_bin::log_subscriber text",
+            Box::new(move || per_request(Some(log_subscriber(LogFormat::Text, targets(), sink)))),
         ),
         (
             "tracing-subscriber JSON + EnvFilter (before)",
@@ -131,6 +137,10 @@ fn main() {
                         .with(log_layer(LogFormat::Json, false, sink)),
                 ))
             }),
+        ),
+        (
+            "voiceplane_bin::log_subscriber JSON",
+            Box::new(move || per_request(Some(log_subscriber(LogFormat::Json, targets(), sink)))),
         ),
     ];
     let mut samples = vec![Vec::new(); variants.len()];

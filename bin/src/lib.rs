@@ -43,7 +43,9 @@ use voiceplane_storage::{SeaRepository, redact_url, scrub_url};
 
 use crate::cli::{Cli, Command};
 use crate::config::{Config, ConfigError, StorageBackend};
-pub use crate::logging::{DEFAULT_LOG_FILTER, LogGuard, init_tracing, init_tracing_as, log_layer};
+pub use crate::logging::{
+    DEFAULT_LOG_FILTER, LogGuard, init_tracing, init_tracing_as, log_layer, log_subscriber,
+};
 
 /// Why a command failed.
 #[derive(Debug)]

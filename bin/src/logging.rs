@@ -1,6 +1,10 @@
 //! The log subscriber: stderr, filtered by `RUST_LOG` (else [`DEFAULT_LOG_FILTER`]), as text
 //! or as one JSON object per line (`log.format`).
 //!
+//! For levels by target (the default) the binary installs its own subscriber
+//! ([`log_subscriber`], `logging/subscriber.rs`); a filter on spans or fields, or a terminal's
+//! colours, get tracing-subscriber's registry with [`log_layer`]. The lines are the same.
+//!
 //! Lines are formatted on the thread that logs them and written by a thread of their own
 //! (`tracing-appender`), in batches through a buffer flushed whenever the queue is empty.
 //! Writing each request's line to stderr on the request's thread, under stderr's lock, was a
@@ -21,7 +25,9 @@ use tracing_subscriber::{EnvFilter, Layer, Registry, fmt};
 use crate::config::LogFormat;
 
 mod lines;
+mod subscriber;
 use lines::{JsonFields, JsonLine, TextFields, TextLine};
+use subscriber::Lines;
 
 /// The log filter used when `RUST_LOG` is unset: sqlx would otherwise log every query.
 pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,sea_orm_migration=info";
@@ -62,12 +68,16 @@ pub fn init_tracing_as(format: LogFormat) -> LogGuard {
         .thread_name("voiceplane-log")
         .finish(std::io::BufWriter::new(std::io::stderr()));
     let colours = format == LogFormat::Text && std::io::stderr().is_terminal();
-    let lines = log_layer(format, colours, writer);
-    let installed = tracing_subscriber::registry()
-        .with(filter)
-        .with(lines)
-        .try_init()
-        .is_ok();
+    let installed = match filter {
+        Filter::Targets(targets) if !colours => {
+            tracing::subscriber::set_global_default(log_subscriber(format, targets, writer)).is_ok()
+        }
+        filter => tracing_subscriber::registry()
+            .with(filter.boxed())
+            .with(log_layer(format, colours, writer))
+            .try_init()
+            .is_ok(),
+    };
     if let (true, Some(e)) = (installed, bad_rust_log) {
         warn!("RUST_LOG is invalid ({e}); using `{DEFAULT_LOG_FILTER}`");
     }
@@ -104,31 +114,49 @@ where
     }
 }
 
+/// The subscriber [`init_tracing_as`] installs for a `RUST_LOG` of levels by target: the
+/// lines of [`log_layer`] (without colours) for what `filter` enables, written to `writer`,
+/// without tracing-subscriber's registry under them. For a program that wants the binary's
+/// log somewhere else than stderr; one that composes layers needs [`log_layer`] instead.
+pub fn log_subscriber<W>(
+    format: LogFormat,
+    filter: Targets,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    Lines::new(format, filter, writer)
+}
+
 /// The filter `RUST_LOG` asks for (else [`DEFAULT_LOG_FILTER`]), and why it was refused.
 ///
-/// Levels by target (`info,sqlx=warn`) are a [`Targets`] filter, decided once per call site;
-/// only a spec that filters on spans or fields (`[request{path=/x}]=debug`) needs an
-/// [`EnvFilter`], which looks up every span it enters in a map behind a lock.
-fn filter_of(spec: Option<&str>) -> (BoxedFilter, Option<String>) {
-    let (filter, refused) = match spec.map(str::trim).filter(|spec| !spec.is_empty()) {
+/// Levels by target (`info,sqlx=warn`) are a [`Targets`] filter, decided once per call site,
+/// which the binary's own subscriber applies; only a spec that filters on spans or fields
+/// (`[request{path=/x}]=debug`) needs an [`EnvFilter`], which looks up every span it enters
+/// in a map behind a lock, over tracing-subscriber's registry.
+fn filter_of(spec: Option<&str>) -> (Filter, Option<String>) {
+    match spec.map(str::trim).filter(|spec| !spec.is_empty()) {
         Some(spec) => match parsed(spec) {
             Ok(filter) => (filter, None),
             Err(e) => (default_filter(), Some(e)),
         },
         None => (default_filter(), None),
-    };
-    let boxed = match filter {
-        Filter::Targets(targets) => targets.boxed(),
-        Filter::Env(env) => (*env).boxed(),
-    };
-    (boxed, refused)
+    }
 }
-
-type BoxedFilter = Box<dyn Layer<Registry> + Send + Sync>;
 
 enum Filter {
     Targets(Targets),
     Env(Box<EnvFilter>),
+}
+
+impl Filter {
+    fn boxed(self) -> Box<dyn Layer<Registry> + Send + Sync> {
+        match self {
+            Filter::Targets(targets) => targets.boxed(),
+            Filter::Env(env) => (*env).boxed(),
+        }
+    }
 }
 
 fn parsed(spec: &str) -> Result<Filter, String> {

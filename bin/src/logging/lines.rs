@@ -73,7 +73,7 @@ impl<'w> FormatFields<'w> for JsonFields {
 }
 
 /// `fields` as JSON members, with a comma before the first unless `first`.
-fn json_members(w: Writer<'_>, first: bool, fields: impl RecordFields) -> fmt::Result {
+pub(super) fn json_members(w: Writer<'_>, first: bool, fields: impl RecordFields) -> fmt::Result {
     let mut visitor = JsonVisitor {
         w,
         first,
@@ -95,34 +95,52 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         let meta = event.metadata();
-        write_timestamp(&mut w)?;
-        w.write_str(match *meta.level() {
-            Level::TRACE => " TRACE ",
-            Level::DEBUG => " DEBUG ",
-            Level::INFO => "  INFO ",
-            Level::WARN => "  WARN ",
-            Level::ERROR => " ERROR ",
-        })?;
+        text_start(&mut w, meta.level())?;
         if let Some(scope) = ctx.event_scope() {
             for span in scope.from_root() {
-                w.write_str(span.name())?;
                 let extensions = span.extensions();
-                if let Some(fields) = extensions.get::<FormattedFields<N>>()
-                    && !fields.is_empty()
-                {
-                    w.write_char('{')?;
-                    w.write_str(fields)?;
-                    w.write_char('}')?;
-                }
-                w.write_char(':')?;
+                let fields = extensions.get::<FormattedFields<N>>();
+                text_span(
+                    &mut w,
+                    span.name(),
+                    fields.map_or("", |f| f.fields.as_str()),
+                )?;
             }
             w.write_char(' ')?;
         }
-        w.write_str(meta.target())?;
-        w.write_str(": ")?;
+        text_target(&mut w, meta.target())?;
         ctx.format_fields(w.by_ref(), event)?;
         w.write_char('\n')
     }
+}
+
+/// A text line's timestamp and level.
+pub(super) fn text_start(w: &mut impl fmt::Write, level: &Level) -> fmt::Result {
+    write_timestamp(w)?;
+    w.write_str(match *level {
+        Level::TRACE => " TRACE ",
+        Level::DEBUG => " DEBUG ",
+        Level::INFO => "  INFO ",
+        Level::WARN => "  WARN ",
+        Level::ERROR => " ERROR ",
+    })
+}
+
+/// One span of a text line's scope, `name{fields}:` (`name:` without fields).
+pub(super) fn text_span(w: &mut impl fmt::Write, name: &str, fields: &str) -> fmt::Result {
+    w.write_str(name)?;
+    if !fields.is_empty() {
+        w.write_char('{')?;
+        w.write_str(fields)?;
+        w.write_char('}')?;
+    }
+    w.write_char(':')
+}
+
+/// A text line's target, before the event's fields.
+pub(super) fn text_target(w: &mut impl fmt::Write, target: &str) -> fmt::Result {
+    w.write_str(target)?;
+    w.write_str(": ")
 }
 
 impl<S, N> FormatEvent<S, N> for JsonLine
@@ -136,19 +154,11 @@ where
         mut w: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let meta = event.metadata();
-        w.write_str("{\"timestamp\":\"")?;
-        write_timestamp(&mut w)?;
-        w.write_str("\",\"level\":\"")?;
-        w.write_str(meta.level().as_str())?;
-        w.write_char('"')?;
-        json_members(w.by_ref(), false, event)?;
-        w.write_str(",\"target\":")?;
-        json_string(&mut w, meta.target())?;
+        json_start(&mut w, event)?;
         // A scope runs from the innermost span out.
         if let Some(innermost) = ctx.event_scope().and_then(|mut scope| scope.next()) {
             w.write_str(",\"span\":")?;
-            json_span::<S, N>(&mut w, &innermost)?;
+            json_span_ref::<S, N>(&mut w, &innermost)?;
             w.write_str(",\"spans\":[")?;
             let outward = ctx
                 .event_scope()
@@ -158,7 +168,7 @@ where
                 if i > 0 {
                     w.write_char(',')?;
                 }
-                json_span::<S, N>(&mut w, &span)?;
+                json_span_ref::<S, N>(&mut w, &span)?;
             }
             w.write_char(']')?;
         }
@@ -166,8 +176,20 @@ where
     }
 }
 
-/// `{<the span's fields>,"name":"<its name>"}`.
-fn json_span<S, N>(
+/// A JSON line up to its spans: timestamp, level, the event's fields and its target.
+pub(super) fn json_start(w: &mut Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    let meta = event.metadata();
+    w.write_str("{\"timestamp\":\"")?;
+    write_timestamp(w)?;
+    w.write_str("\",\"level\":\"")?;
+    w.write_str(meta.level().as_str())?;
+    w.write_char('"')?;
+    json_members(w.by_ref(), false, event)?;
+    w.write_str(",\"target\":")?;
+    json_string(w, meta.target())
+}
+
+fn json_span_ref<S, N>(
     w: &mut Writer<'_>,
     span: &tracing_subscriber::registry::SpanRef<'_, S>,
 ) -> fmt::Result
@@ -175,16 +197,20 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    w.write_char('{')?;
     let extensions = span.extensions();
-    if let Some(fields) = extensions.get::<FormattedFields<N>>()
-        && !fields.is_empty()
-    {
+    let fields = extensions.get::<FormattedFields<N>>();
+    json_span(w, span.name(), fields.map_or("", |f| f.fields.as_str()))
+}
+
+/// `{<the span's fields>,"name":"<its name>"}`.
+pub(super) fn json_span(w: &mut impl fmt::Write, name: &str, fields: &str) -> fmt::Result {
+    w.write_char('{')?;
+    if !fields.is_empty() {
         w.write_str(fields)?;
         w.write_char(',')?;
     }
     w.write_str("\"name\":")?;
-    json_string(w, span.name())?;
+    json_string(w, name)?;
     w.write_char('}')
 }
 
@@ -425,7 +451,7 @@ impl<W: fmt::Write + ?Sized> std::io::Write for FmtBytes<'_, W> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::{Arc, Mutex};
 
     use tracing_subscriber::fmt::MakeWriter;
@@ -435,7 +461,18 @@ mod tests {
 
     /// Lines written, kept for the test.
     #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
+    pub(in crate::logging) struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Captured {
+        pub(in crate::logging) fn lines(&self) -> Vec<String> {
+            let bytes = self.0.lock().unwrap().clone();
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        }
+    }
 
     impl std::io::Write for Captured {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -483,7 +520,7 @@ mod tests {
     impl std::error::Error for Inner {}
 
     /// What a request logs, and a warning with every kind of field, in a nested span.
-    fn log_a_request() {
+    pub(in crate::logging) fn log_a_request() {
         let request = tracing::info_span!(
             "request",
             method = %"GET",
@@ -524,16 +561,11 @@ mod tests {
                 .event_format(line),
         );
         tracing::subscriber::with_default(subscriber, log_a_request);
-        let bytes = captured.0.lock().unwrap().clone();
-        String::from_utf8(bytes)
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        captured.lines()
     }
 
     /// The timestamp's form, and the rest of the line after it.
-    fn after_timestamp(line: &str) -> &str {
+    pub(in crate::logging) fn after_timestamp(line: &str) -> &str {
         let (stamp, rest) = line.split_at(27);
         assert!(
             chrono::DateTime::parse_from_rfc3339(stamp).is_ok() && stamp.ends_with('Z'),
