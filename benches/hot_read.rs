@@ -683,6 +683,10 @@ async fn run(name: &str, bin: &Path, seeded: Seeded, plan: &[usize], load: &Load
     std::fs::remove_dir_all(&seeded.dir).unwrap();
 }
 
+/// The binary's allocator (bin/src/main.rs), since this program runs as the binary.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     // The children: `<this program> voiceplane serve …` is the binary itself.
     let mut args = std::env::args_os().skip(1).peekable();
