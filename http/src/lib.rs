@@ -184,7 +184,9 @@ impl Api {
             let operation = resolved
                 .as_ref()
                 .map_or(metrics::UNMATCHED, |(op, _)| op.id);
-            let mut response = match self.route(req, resolved).await {
+            // Boxed: its state (every stage down to the handler's call) is kilobytes, which
+            // each future above would otherwise copy as it first polls the one below.
+            let mut response = match Box::pin(self.route(req, resolved)).await {
                 Ok(response) => response,
                 Err(err) => err.into_response(),
             };
