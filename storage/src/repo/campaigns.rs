@@ -227,13 +227,9 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     let (Some(campaign_id), Some(recipient_id)) = (&after.campaign_id, &after.recipient_id) else {
         return Ok(());
     };
-    if !is_terminal(after.status) {
-        return Ok(());
-    }
-    if before.dial_outcome_unknown() && !after.dial_outcome_unknown() {
-        return outcome_learnt(db, recipient_id, after).await;
-    }
-    if is_terminal(before.status) {
+    // An ended call moves on only from a dial of unknown outcome, to what a report says.
+    let revived = before.dial_outcome_unknown() && !after.dial_outcome_unknown();
+    if !is_terminal(after.status) || (is_terminal(before.status) && !revived) {
         return Ok(());
     }
     let bumped = execute(
@@ -257,7 +253,9 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     )
     .await?
     else {
-        return Ok(());
+        // Its recipient may have failed when a dial of unknown outcome ended this call, which
+        // a report then moved on (at once, or through `ringing` before this end).
+        return outcome_learnt(db, recipient_id, after).await;
     };
     let now = after.updated_at;
     let (status, next) = campaign
@@ -280,10 +278,11 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     hurry(db, campaign_id, now).await
 }
 
-/// Applies what a report says of a campaign's call whose dial ended of unknown outcome: its
-/// recipient was failed then, without a retry, since the person may have been rung. It keeps
-/// that (no second call), but now shows the call's real outcome, and a call that reached
-/// the person completes it.
+/// Applies the end a report gives a campaign's call whose dial had ended of unknown outcome:
+/// its recipient was failed then, without a retry, since the person may have been rung. It
+/// keeps that (no second call), but now shows the call's real outcome, and a call that
+/// reached the person completes it. A no-op unless the recipient failed on this very call,
+/// which only such a dial makes possible (an ended call moves on from no other end).
 async fn outcome_learnt<C: ConnectionTrait>(
     db: &C,
     recipient_id: &str,

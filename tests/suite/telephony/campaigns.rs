@@ -997,8 +997,9 @@ async fn a_campaign_waits_while_the_credit_limit_is_reached(ctx: &TestContext) {
 }
 
 /// A campaign's dial whose outcome is unknown (Twilio answers past the client's timeout) is
-/// never tried again, even with `failed` in `retry.on`: its recipient fails after one request
-/// to Twilio. When Twilio later reports the call completed, the recipient shows it reached.
+/// never tried again, even with `failed` in `retry.on`: each recipient fails after one request
+/// to Twilio. When Twilio later reports the call completed, at once or after `ringing`, the
+/// recipient shows it reached.
 async fn a_dial_of_unknown_outcome_is_never_retried_yet_learns_its_outcome(ctx: &TestContext) {
     let line = Line::open_with(
         ctx,
@@ -1030,40 +1031,55 @@ async fn a_dial_of_unknown_outcome_is_never_retried_yet_learns_its_outcome(ctx: 
         "/api/campaigns/{}",
         created["campaign_id"].as_str().unwrap()
     );
-    let to = "+14155550501";
+    let (at_once, after_ringing) = ("+14155550501", "+14155550502");
     let (status, _) = line
         .c
         .post(
             &format!("{path}/recipients"),
-            json!({"recipients": [{"to_number": to}]}),
+            json!({"recipients": [{"to_number": at_once}, {"to_number": after_ringing}]}),
         )
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = line.c.post(&format!("{path}/start"), json!({})).await;
     assert_eq!(status, StatusCode::OK);
-    let failed = eventually_value(&line, &path, to, |r| r["status"] == "failed").await;
-    assert_eq!(failed["attempts"], 1, "{failed}");
-    assert_eq!(failed["last_outcome"], "failed", "{failed}");
-    assert_eq!(failed["next_attempt_at"], Value::Null, "{failed}");
-    let call_sid = failed["last_call_sid"].as_str().unwrap().to_owned();
-    assert_eq!(
-        line.call(&call_sid).await["end_reason"],
-        "dial_outcome_unknown"
-    );
     eventually("the campaign completes", || async {
         campaign(&line, &path).await["status"] == "completed"
     })
     .await;
-    ends(&line, &call_sid, "completed").await;
-    let reached = recipients(&line, &path).await[to].clone();
-    assert_eq!(reached["status"], "completed", "{reached}");
-    assert_eq!(reached["last_outcome"], "completed", "{reached}");
-    assert_eq!(reached["attempts"], 1, "{reached}");
-    assert_eq!(line.call(&call_sid).await["status"], "completed");
+    let mut call_sids = Vec::new();
+    for to in [at_once, after_ringing] {
+        let failed = recipients(&line, &path).await[to].clone();
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert_eq!(failed["attempts"], 1, "{failed}");
+        assert_eq!(failed["last_outcome"], "failed", "{failed}");
+        assert_eq!(failed["next_attempt_at"], Value::Null, "{failed}");
+        let call_sid = failed["last_call_sid"].as_str().unwrap().to_owned();
+        assert_eq!(
+            line.call(&call_sid).await["end_reason"],
+            "dial_outcome_unknown"
+        );
+        call_sids.push(call_sid);
+    }
+    assert_eq!(dialed(&line).await.len(), 2);
+
+    ends(&line, &call_sids[0], "completed").await;
+    ends(&line, &call_sids[1], "ringing").await;
+    assert_eq!(
+        recipients(&line, &path).await[after_ringing]["status"],
+        "failed"
+    );
+    ends(&line, &call_sids[1], "completed").await;
+    for (to, call_sid) in [at_once, after_ringing].into_iter().zip(&call_sids) {
+        let reached = recipients(&line, &path).await[to].clone();
+        assert_eq!(reached["status"], "completed", "{reached}");
+        assert_eq!(reached["last_outcome"], "completed", "{reached}");
+        assert_eq!(reached["attempts"], 1, "{reached}");
+        assert_eq!(line.call(call_sid).await["status"], "completed");
+    }
     let shown = counts_are_true(&line, &path).await;
-    assert_eq!(shown["counts"]["completed"], 1);
+    assert_eq!(shown["counts"]["completed"], 2);
     assert_eq!(shown["counts"]["failed"], 0);
-    assert_eq!(dialed(&line).await.len(), 1);
+    assert_eq!(dialed(&line).await.len(), 2);
     line.close().await;
 }
 
