@@ -121,29 +121,23 @@ where
         }
     }
 
-    /// `id` and its ancestors as a text line shows them, from the outermost.
-    fn text_scope(&self, w: &mut String, id: &Id) -> fmt::Result {
+    /// Calls `each` with the name and fields of `id` and of each of its ancestors, from the
+    /// outermost.
+    fn each_from_outermost(
+        &self,
+        id: &Id,
+        each: &mut dyn FnMut(&str, &str) -> fmt::Result,
+    ) -> fmt::Result {
         let Some(span) = self.spans.get(key_of(id)) else {
             return Ok(());
         };
         if let Some(parent) = &span.parent {
-            self.text_scope(w, parent)?;
+            self.each_from_outermost(parent, each)?;
         }
-        let name = span.metadata.map_or("", |m| m.name());
-        lines::text_span(w, name, &locked(&span.fields))
-    }
-
-    /// `id` and its ancestors as JSON spans, from the outermost, comma-separated.
-    fn json_scope(&self, w: &mut String, id: &Id) -> fmt::Result {
-        let Some(span) = self.spans.get(key_of(id)) else {
-            return Ok(());
-        };
-        if let Some(parent) = &span.parent {
-            self.json_scope(w, parent)?;
-            w.write_char(',')?;
-        }
-        let name = span.metadata.map_or("", |m| m.name());
-        lines::json_span(w, name, &locked(&span.fields))
+        each(
+            span.metadata.map_or("", |m| m.name()),
+            &locked(&span.fields),
+        )
     }
 
     fn line(&self, w: &mut String, event: &Event<'_>) -> fmt::Result {
@@ -153,7 +147,9 @@ where
             LogFormat::Text => {
                 lines::text_start(w, meta.level())?;
                 if let Some(id) = &scope {
-                    self.text_scope(w, id)?;
+                    self.each_from_outermost(id, &mut |name, fields| {
+                        lines::text_span(w, name, fields)
+                    })?;
                     w.write_char(' ')?;
                 }
                 lines::text_target(w, meta.target())?;
@@ -170,7 +166,13 @@ where
                     lines::json_span(w, name, &locked(&span.fields))?;
                     drop(span);
                     w.write_str(",\"spans\":[")?;
-                    self.json_scope(w, id)?;
+                    let mut first = true;
+                    self.each_from_outermost(id, &mut |name, fields| {
+                        if !std::mem::take(&mut first) {
+                            w.write_char(',')?;
+                        }
+                        lines::json_span(w, name, fields)
+                    })?;
                     w.write_char(']')?;
                 }
                 w.write_str("}\n")
