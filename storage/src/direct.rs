@@ -42,7 +42,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rusqlite::config::DbConfig;
 use rusqlite::types::Value as Lite;
@@ -79,7 +79,7 @@ pub(crate) struct DirectReads {
     idle: Mutex<Vec<Connection>>,
     /// The WAL index being watched, once opened; `Some(None)` when it cannot be (the
     /// database is not in WAL mode), and the versions are then read every time.
-    wal: Mutex<Option<Option<WalWatch>>>,
+    wal: OnceLock<Option<WalWatch>>,
     /// One permit per read running on a blocking thread.
     running: Arc<Semaphore>,
     /// The connection of the direct writes (`write.rs`), between them.
@@ -111,12 +111,12 @@ const WAL_HEADER: usize = 48;
 #[derive(Debug)]
 struct WalWatch {
     /// Keeps the database's SHARED lock (which a WAL-mode connection holds between its
-    /// transactions) for as long as the watch lives. SQLite deletes or rebuilds the `-shm`
-    /// file only under an EXCLUSIVE lock, when the last connection closes, so `shm` stays
-    /// the live index.
-    _anchor: Connection,
+    /// transactions) for as long as the watch lives. SQLite deletes or rebuilds the `-shm` file
+    /// only under an EXCLUSIVE lock, when the last connection closes, so `shm` stays the live
+    /// index. Never used again (the mutex only makes the watch shareable between threads).
+    _anchor: Mutex<Connection>,
     shm: File,
-    last: Option<([u8; WAL_HEADER], ChangeVersions)>,
+    last: Mutex<Option<([u8; WAL_HEADER], ChangeVersions)>>,
 }
 
 impl WalWatch {
@@ -134,20 +134,26 @@ impl WalWatch {
         shm.push("-shm");
         let shm = File::open(shm).ok()?;
         Some(Self {
-            _anchor: anchor,
+            _anchor: Mutex::new(anchor),
             shm,
-            last: None,
+            last: Mutex::default(),
         })
     }
 
     /// The first copy of the header, when both copies agree (a commit writes the second copy,
-    /// then the first: a header caught in between is no answer).
+    /// then the first: a header caught in between is no answer). Taken without a lock: the
+    /// kept versions' lock, held across this system call, queued every core's authenticated
+    /// requests behind one another's `pread`.
     fn header(&self) -> Option<[u8; WAL_HEADER]> {
         let mut both = [0u8; 2 * WAL_HEADER];
         self.shm.read_exact_at(&mut both, 0).ok()?;
         let (first, second) = both.split_at(WAL_HEADER);
         // Byte 12 is `isInit`: an index not yet built says nothing.
         (first == second && first[12] == 1).then(|| first.try_into().ok())?
+    }
+
+    fn last(&self) -> MutexGuard<'_, Option<([u8; WAL_HEADER], ChangeVersions)>> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -187,7 +193,7 @@ impl DirectReads {
         Self {
             path,
             idle: Mutex::default(),
-            wal: Mutex::default(),
+            wal: OnceLock::new(),
             running: Arc::new(Semaphore::new(readers)),
             writer: Mutex::default(),
             pages: KeptPages::default(),
@@ -264,28 +270,35 @@ impl DirectReads {
             .unwrap_or_else(|_| unreachable!())
     }
 
-    /// The WAL-index header now; `None` before the watch is opened.
-    fn header(&self) -> Option<[u8; WAL_HEADER]> {
-        let wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
-        wal.as_ref()?.as_ref()?.header()
+    /// The watch, once opened; `None` before (opening it opens a connection, which may wait).
+    fn watch(&self) -> Option<&WalWatch> {
+        self.wal.get()?.as_ref()
     }
 
-    /// The WAL-index header now, opening the watch first if need be (which may wait: on a
-    /// reader thread only); `None` when the database is not in WAL mode.
+    /// The WAL-index header now; `None` before the watch is opened.
+    fn header(&self) -> Option<[u8; WAL_HEADER]> {
+        self.watch()?.header()
+    }
+
+    /// The watch, opening it first if need be (which may wait: on a reader thread only);
+    /// `None` when the database is not in WAL mode.
+    fn opened_watch(&self) -> Option<&WalWatch> {
+        self.wal.get_or_init(|| WalWatch::open(self)).as_ref()
+    }
+
+    /// The WAL-index header now, opening the watch first if need be (on a reader thread
+    /// only); `None` when the database is not in WAL mode.
     fn watched_header(&self) -> Option<[u8; WAL_HEADER]> {
-        let mut wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
-        wal.get_or_insert_with(|| WalWatch::open(self))
-            .as_ref()?
-            .header()
+        self.opened_watch()?.header()
     }
 
     /// The versions kept, if the header still says nothing was committed since they were
-    /// read; `None` before the watch is opened (that opens a connection, which may wait).
+    /// read; `None` before the watch is opened.
     fn kept_versions(&self) -> Option<ChangeVersions> {
-        let wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
-        let watch = wal.as_ref()?.as_ref()?;
-        let (seen, versions) = watch.last.as_ref()?;
-        (watch.header()? == *seen).then_some(*versions)
+        let watch = self.watch()?;
+        let header = watch.header()?;
+        let (seen, versions) = (*watch.last())?;
+        (header == seen).then_some(versions)
     }
 
     /// The change versions, read only when the WAL-index header has changed since the last
@@ -293,30 +306,20 @@ impl DirectReads {
     /// the pair kept can only be older than the header says, never newer: an unchanged header
     /// means nothing has been committed since the row was read.
     fn read_versions(&self) -> Result<ChangeVersions> {
-        let header = {
-            let mut wal = self.wal.lock().unwrap_or_else(PoisonError::into_inner);
-            let watch = wal.get_or_insert_with(|| WalWatch::open(self)).as_ref();
-            let header = watch.and_then(WalWatch::header);
-            if let (Some(header), Some((seen, versions))) =
-                (header, watch.and_then(|w| w.last.as_ref()))
-                && header == *seen
-            {
-                return Ok(*versions);
-            }
-            header
-        };
+        let watch = self.opened_watch();
+        let header = watch.and_then(WalWatch::header);
+        if let (Some(watch), Some(header)) = (watch, header)
+            && let Some((seen, versions)) = *watch.last()
+            && header == seen
+        {
+            return Ok(versions);
+        }
         let read = Statement::from_string(DbBackend::Sqlite, READ_VERSIONS_SQL);
         let versions = Reads(self)
             .one(&read, &VERSIONS)?
             .ok_or_else(crate::repo::changes::missing_row)?;
-        if let Some(header) = header
-            && let Some(Some(watch)) = self
-                .wal
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_mut()
-        {
-            watch.last = Some((header, versions));
+        if let (Some(watch), Some(header)) = (watch, header) {
+            *watch.last() = Some((header, versions));
         }
         Ok(versions)
     }
@@ -683,10 +686,7 @@ mod tests {
             agents,
         };
         assert_eq!(reads.versions().await.unwrap(), at(0, 0));
-        let watched = || {
-            let wal = reads.wal.lock().unwrap();
-            wal.as_ref().unwrap().as_ref().unwrap().last.map(|(_, v)| v)
-        };
+        let watched = || reads.watch().unwrap().last().map(|(_, v)| v);
         assert_eq!(watched(), Some(at(0, 0)), "the WAL index is watched");
         for n in 1..=3 {
             writer
