@@ -1,5 +1,7 @@
 //! Keyset pagination: an opaque cursor naming the last item of a page, and the page itself.
 
+use std::sync::Arc;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
@@ -227,9 +229,62 @@ impl<T> Page<T> {
     }
 }
 
+/// A [`Page`] whose rows are shared, with a page kept in memory say: answering it copies
+/// none of them.
+#[derive(Debug, Clone)]
+pub struct SharedPage<T> {
+    rows: Arc<Vec<T>>,
+    len: usize,
+    /// Whether more items follow.
+    pub has_more: bool,
+    /// Cursor for the next page; `None` when `has_more` is false.
+    pub next_cursor: Option<String>,
+}
+
+impl<T> SharedPage<T> {
+    /// [`Page::from_rows_by`] over shared rows: up to `limit + 1` of them, of which the first
+    /// `limit` are the page.
+    pub fn from_rows_by(rows: Arc<Vec<T>>, limit: u32, cursor: impl Fn(&T) -> String) -> Self {
+        let len = rows.len().min(limit as usize);
+        let has_more = rows.len() > len;
+        let next_cursor = if has_more {
+            rows[..len].last().map(cursor)
+        } else {
+            None
+        };
+        Self {
+            rows,
+            len,
+            has_more,
+            next_cursor,
+        }
+    }
+
+    /// The items, newest first.
+    pub fn items(&self) -> &[T] {
+        &self.rows[..self.len]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Over shared rows, a page has the items, `has_more` and cursor of the page built from
+    /// its own copy of them, whether the rows hold fewer, as many or more than the limit.
+    #[test]
+    fn a_shared_page_is_the_page_of_its_rows() {
+        for rows in 0..=4 {
+            let rows: Vec<u32> = (0..rows).collect();
+            let owned = Page::from_rows_by(rows.clone(), 2, u32::to_string);
+            let shared = SharedPage::from_rows_by(Arc::new(rows), 2, u32::to_string);
+            assert_eq!(shared.items(), owned.items.as_slice());
+            assert_eq!(
+                (shared.has_more, shared.next_cursor),
+                (owned.has_more, owned.next_cursor)
+            );
+        }
+    }
 
     #[test]
     fn cursor_round_trips_and_rejects_garbage() {

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use voiceplane_core::Service;
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::Outcome;
-use voiceplane_core::page::Page;
+use voiceplane_core::page::{Page, SharedPage};
 
 use crate::api::Api;
 use crate::body::{JSON_REQUIRED, RequestBody, read_json, require_json};
@@ -25,7 +25,7 @@ use crate::error::ApiError;
 use crate::openapi::spec::{Input, OpSpec, Output, Schemas};
 use crate::operation::Captures;
 use crate::response::{
-    self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope, ResponseBody,
+    self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope, Pagination, ResponseBody,
 };
 use crate::{credentials, query};
 
@@ -427,11 +427,17 @@ impl<T: Serialize + JsonSchema + 'static> Reply for TaggedData<T> {
 
 /// A page of the call list, its calls already JSON: answered as the [`Page`] of `Call`s it was
 /// written from, and described as one.
-pub(crate) struct CallPage(pub(crate) Page<voiceplane_core::model::CallJson>);
+pub(crate) struct CallPage(pub(crate) SharedPage<voiceplane_core::model::CallJson>);
 
 impl Reply for CallPage {
     fn into_response(self) -> Response<ResponseBody> {
-        response::page_of_json(&self.0, |call| &call.json)
+        let page = &self.0;
+        let pagination = Pagination::new(
+            page.next_cursor.as_deref(),
+            page.has_more,
+            page.items().len(),
+        );
+        response::page_of_json(page.items(), pagination, |call| &call.json)
     }
 
     fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {

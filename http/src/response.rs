@@ -150,10 +150,14 @@ pub(crate) struct CountedPagination<'a> {
 
 impl<'a> Pagination<'a> {
     fn of<T>(page: &'a Page<T>) -> Self {
+        Self::new(page.next_cursor.as_deref(), page.has_more, page.page_size())
+    }
+
+    pub(crate) fn new(next_cursor: Option<&'a str>, has_more: bool, page_size: usize) -> Self {
         Self {
-            next_cursor: page.next_cursor.as_deref(),
-            has_more: page.has_more,
-            page_size: page.page_size(),
+            next_cursor,
+            has_more,
+            page_size,
         }
     }
 }
@@ -224,22 +228,22 @@ pub(crate) fn page<T: Serialize>(page: &Page<T>) -> Response<ResponseBody> {
 
 /// `200` with a cursor-list envelope of items already written as JSON: the bytes
 /// [`page`] writes for the items they were written from.
-pub(crate) fn page_of_json<T>(page: &Page<T>, json: impl Fn(&T) -> &str) -> Response<ResponseBody> {
-    let size = page
-        .items
-        .iter()
-        .map(|item| json(item).len() + 1)
-        .sum::<usize>();
+pub(crate) fn page_of_json<T>(
+    items: &[T],
+    pagination: Pagination<'_>,
+    json: impl Fn(&T) -> &str,
+) -> Response<ResponseBody> {
+    let size = items.iter().map(|item| json(item).len() + 1).sum::<usize>();
     let mut body = Vec::with_capacity(size + 128);
     body.extend_from_slice(br#"{"success":true,"data":["#);
-    for (i, item) in page.items.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
         body.extend_from_slice(json(item).as_bytes());
     }
     body.extend_from_slice(br#"],"pagination":"#);
-    if let Err(e) = serde_json::to_writer(&mut body, &Pagination::of(page)) {
+    if let Err(e) = serde_json::to_writer(&mut body, &pagination) {
         tracing::error!(error = %e, "could not serialize a response");
         return internal_error_response();
     }
@@ -336,7 +340,7 @@ mod tests {
             let bytes = |r: Response<ResponseBody>| async {
                 r.into_body().collect().await.unwrap().to_bytes()
             };
-            let raw = page_of_json(&written, String::as_str);
+            let raw = page_of_json(&written.items, Pagination::of(&written), String::as_str);
             assert_eq!(raw.headers()[header::CONTENT_TYPE], "application/json");
             assert_eq!(bytes(raw).await, bytes(page(&typed)).await);
         }

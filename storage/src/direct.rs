@@ -240,18 +240,16 @@ impl DirectReads {
     pub(crate) async fn calls_page(
         self: &Arc<Self>,
         statement: Statement,
-    ) -> Result<Vec<CallJson>> {
+    ) -> Result<Arc<Vec<CallJson>>> {
         let key = page_key(&statement);
         let again = match self.pages.look(&key) {
-            Looked::Kept(kept) if self.header() == Some(kept.mark) => {
-                return Ok(kept.calls.as_ref().clone());
-            }
+            Looked::Kept(kept) if self.header() == Some(kept.mark) => return Ok(kept.calls),
             Looked::Kept(_) | Looked::Again => true,
             Looked::First => false,
         };
         self.run(move |reads| {
             let header = again.then(|| reads.0.watched_header()).flatten();
-            let calls = reads.all(&statement, &CALL_JSON)?;
+            let calls = Arc::new(reads.all(&statement, &CALL_JSON)?);
             if let Some(header) = header {
                 reads.0.pages.keep(key, header, &calls);
             }

@@ -91,8 +91,8 @@ impl<M: Clone> KeptPages<M> {
     }
 
     /// Keeps `calls`, the page `key` read after `mark` was taken.
-    pub(crate) fn keep(&self, key: String, mark: M, calls: &[CallJson]) {
-        let calls = Arc::new(calls.to_vec());
+    pub(crate) fn keep(&self, key: String, mark: M, calls: &Arc<Vec<CallJson>>) {
+        let calls = Arc::clone(calls);
         self.pages.insert(key, KeptPage { mark, calls });
     }
 }
@@ -160,7 +160,7 @@ mod tests {
         assert!(matches!(kept.look("a"), Looked::First));
         assert!(matches!(kept.look("a"), Looked::Again));
         assert!(matches!(kept.look("b"), Looked::First));
-        kept.keep("a".to_owned(), 7, &[]);
+        kept.keep("a".to_owned(), 7, &Arc::default());
         assert!(matches!(
             kept.look("a"),
             Looked::Kept(KeptPage { mark: 7, .. })

@@ -2,6 +2,8 @@
 //! filters and the statistics ([`CallQueryRepository`]), and the transcript
 //! ([`TranscriptRepository`]).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::Change;
@@ -59,8 +61,9 @@ pub trait CallQueryRepository: Send + Sync {
         organization_id: &str,
         query: &CallQuery,
         page: &PageQuery,
-    ) -> Result<Vec<CallJson>> {
-        CallJson::of_all(&self.call_list(organization_id, query, page).await?)
+    ) -> Result<Arc<Vec<CallJson>>> {
+        let calls = self.call_list(organization_id, query, page).await?;
+        Ok(Arc::new(CallJson::of_all(&calls)?))
     }
     /// Totals over the organization's calls that match `query` (whose `terms` must be empty),
     /// and per group when `group_by` is given, aggregated by the database.

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::knowledge::search_terms;
 use crate::model::{Call, CallFilter, CallJson, CallQuery, CallSearch, CallStats, StatsGrouping};
-use crate::page::{Page, PageParams, PageQuery};
+use crate::page::{Page, PageParams, PageQuery, SharedPage};
 use crate::role::Permission;
 use crate::service::{Service, cursor_of};
 use crate::validate;
@@ -103,20 +103,20 @@ impl Service {
     }
 
     /// [`call_list`](Self::call_list) with each call as its JSON, as the API answers it: the
-    /// repository may write its rows straight to JSON.
+    /// repository may write its rows straight to JSON, and share them with a page it keeps.
     pub async fn call_list_json(
         &self,
         actor: &Actor,
         filter: &CallFilter,
         search: &CallSearch,
         params: &PageParams,
-    ) -> Result<Page<CallJson>> {
+    ) -> Result<SharedPage<CallJson>> {
         let (query, scope, page) = list_query(actor, filter, search, params)?;
         let rows = self
             .repo
             .call_list_json(&actor.organization_id, &query, &page)
             .await?;
-        Ok(Page::from_rows_by(rows, page.limit, |c| {
+        Ok(SharedPage::from_rows_by(rows, page.limit, |c| {
             cursor_of(c.created_at, &c.call_sid).encode_scoped(&scope)
         }))
     }

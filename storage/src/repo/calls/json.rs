@@ -778,7 +778,7 @@ mod tests {
         assert_eq!(typed, expected, "the calls read back as written");
         let written = repo.call_list_json(org, &query, &page).await.unwrap();
         assert_eq!(written.len(), expected.len());
-        for (call, json) in typed.iter().zip(&written) {
+        for (call, json) in typed.iter().zip(written.iter()) {
             assert_eq!(json.json, serde_json::to_string(call).unwrap());
             assert_eq!(
                 (json.created_at, &json.call_sid),

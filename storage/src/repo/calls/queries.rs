@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, SimpleExpr, UnionType};
@@ -381,19 +382,19 @@ impl SeaRepository {
         organization_id: &str,
         query: &CallQuery,
         page: &PageQuery,
-    ) -> Result<Vec<CallJson>> {
+    ) -> Result<Arc<Vec<CallJson>>> {
         let statement = list_statement(DatabaseBackend::Postgres, organization_id, query, page);
         if !query.terms.is_empty() {
             // Through the pool: a search may be slow, and must not hold up the hot reads.
             let rows = PgRows::Pooled(self.db.query_all_raw(statement).await.map_err(db_err)?);
-            return super::json::postgres_page(&rows.rows());
+            return Ok(Arc::new(super::json::postgres_page(&rows.rows())?));
         }
         let key = page_key(&statement);
         let version = match self.pages.look(&key) {
             Looked::Kept(kept) => {
                 let version = self.calls_version(organization_id).await?;
                 if version == kept.mark {
-                    return Ok(kept.calls.as_ref().clone());
+                    return Ok(kept.calls);
                 }
                 Some(version)
             }
@@ -401,6 +402,7 @@ impl SeaRepository {
             Looked::First => None,
         };
         let calls = super::json::postgres_page(&self.postgres_rows(statement).await?.rows())?;
+        let calls = Arc::new(calls);
         if let Some(version) = version {
             self.pages.keep(key, version, &calls);
         }
@@ -487,13 +489,14 @@ impl CallQueryRepository for SeaRepository {
         organization_id: &str,
         query: &CallQuery,
         page: &PageQuery,
-    ) -> Result<Vec<CallJson>> {
+    ) -> Result<Arc<Vec<CallJson>>> {
         let backend = self.db.get_database_backend();
         let Some(direct) = self.direct() else {
             if backend == DatabaseBackend::Postgres {
                 return self.postgres_page(organization_id, query, page).await;
             }
-            return CallJson::of_all(&self.call_list(organization_id, query, page).await?);
+            let calls = self.call_list(organization_id, query, page).await?;
+            return Ok(Arc::new(CallJson::of_all(&calls)?));
         };
         direct
             .calls_page(list_statement(backend, organization_id, query, page))
