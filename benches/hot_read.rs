@@ -338,15 +338,16 @@ fn run_wrk(mut cmd: Command, url: &str) -> Sample {
         .output()
         .expect("wrk runs (apt-get install wrk)");
     let text = String::from_utf8_lossy(&out.stdout);
+    // taskset's own complaint (`failed to execute wrk`) when wrk is not installed.
+    let errors = String::from_utf8_lossy(&out.stderr);
     assert!(
         !text.contains("Non-2xx") && !text.contains("Socket errors"),
-        "every answer of {url} is a 200:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        "every answer of {url} is a 200:\n{text}\n{errors}"
     );
     let field = |prefix: &str| {
         text.lines()
             .find_map(|l| l.trim().strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("wrk printed `{prefix}`:\n{text}"))
+            .unwrap_or_else(|| panic!("wrk printed `{prefix}`:\n{text}\n{errors}"))
             .trim()
             .to_owned()
     };
