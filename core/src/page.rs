@@ -208,13 +208,8 @@ impl<T> Page<T> {
     /// Builds a page from up to `limit + 1` rows; `cursor` gives the cursor that names an
     /// item as the last one seen.
     pub fn from_rows_by(mut rows: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> Self {
-        let has_more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next_cursor = if has_more {
-            rows.last().map(cursor)
-        } else {
-            None
-        };
+        let (len, has_more, next_cursor) = cut(&rows, limit, cursor);
+        rows.truncate(len);
         Self {
             items: rows,
             has_more,
@@ -245,13 +240,7 @@ impl<T> SharedPage<T> {
     /// [`Page::from_rows_by`] over shared rows: up to `limit + 1` of them, of which the first
     /// `limit` are the page.
     pub fn from_rows_by(rows: Arc<Vec<T>>, limit: u32, cursor: impl Fn(&T) -> String) -> Self {
-        let len = rows.len().min(limit as usize);
-        let has_more = rows.len() > len;
-        let next_cursor = if has_more {
-            rows[..len].last().map(cursor)
-        } else {
-            None
-        };
+        let (len, has_more, next_cursor) = cut(&rows, limit, cursor);
         Self {
             rows,
             len,
@@ -264,6 +253,19 @@ impl<T> SharedPage<T> {
     pub fn items(&self) -> &[T] {
         &self.rows[..self.len]
     }
+}
+
+/// Of up to `limit + 1` rows: how many make the page, whether more follow, and the cursor
+/// after the page's last row when they do.
+fn cut<T>(rows: &[T], limit: u32, cursor: impl Fn(&T) -> String) -> (usize, bool, Option<String>) {
+    let len = rows.len().min(limit as usize);
+    let has_more = rows.len() > len;
+    let next_cursor = if has_more {
+        rows[..len].last().map(cursor)
+    } else {
+        None
+    };
+    (len, has_more, next_cursor)
 }
 
 #[cfg(test)]
