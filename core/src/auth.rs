@@ -141,6 +141,11 @@ pub struct Actor {
     pub scopes: Option<Vec<Permission>>,
     /// Where the request came from, for the audit log.
     pub request: RequestContext,
+    /// The change versions read to authenticate it (an API key is checked against the
+    /// credentials' version), when they were: a read later in the same request may look its
+    /// caches up at these rather than read them again (`Service::agent_view_shared_at`). They
+    /// age with the actor: nothing that keeps an actor beyond its request should use them.
+    pub versions: Option<crate::cache::ChangeVersions>,
 }
 
 /// What an operation needs: a permission, and for a few finer rules a least role beyond the

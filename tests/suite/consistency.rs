@@ -516,8 +516,38 @@ async fn an_agents_kept_answer_follows_its_changes(ctx: &TestContext) {
     two.stop().await;
 }
 
+/// An agent's read never answers from before a change committed ahead of it, though the key
+/// and the agent are cached on both instances: the instance that made the change shows it on
+/// the very next read, and on SQLite, where every instance reads the one file, so does the
+/// other one.
+async fn an_agent_read_shows_a_committed_change_at_once(ctx: &TestContext) {
+    let two = TwoInstances::start(ctx).await;
+    let all = OneOfEach::create(&two.caller(0)).await;
+    for i in 0..2 {
+        tagged(&two.caller(i), &all.agent).await;
+    }
+    for (i, temperature) in [0.1, 0.2, 0.3, 0.4].into_iter().enumerate() {
+        let writer = two.caller(i);
+        let patched = writer
+            .request(Method::PATCH, &all.agent)
+            .json(&json!({"llm_temperature": temperature}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(patched.status(), StatusCode::OK);
+        let (_, read) = tagged(&writer, &all.agent).await;
+        assert_eq!(read["data"]["llm_temperature"], temperature, "the writer");
+        if ctx.backend == Backend::Sqlite {
+            let (_, read) = tagged(&two.caller(i + 1), &all.agent).await;
+            assert_eq!(read["data"]["llm_temperature"], temperature, "the other");
+        }
+    }
+    two.stop().await;
+}
+
 db_tests!(
     an_agents_kept_answer_follows_its_changes,
+    an_agent_read_shows_a_committed_change_at_once,
     every_conditional_write_checks_its_tag,
     concurrent_patches_of_different_fields_all_survive,
     one_of_eight_if_match_writers_wins_across_instances,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::{By, Service, cursor_of};
 use crate::auth::Actor;
+use crate::cache::ChangeVersions;
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{
@@ -197,9 +198,27 @@ impl Service {
     /// it, the same `Arc` until it changes (or is evicted), so that a caller may keep what it
     /// derives from it (its JSON) beside it.
     pub async fn agent_view_shared(&self, actor: &Actor, agent_id: &str) -> Result<Arc<Agent>> {
+        self.agent_view_shared_at(actor, agent_id, None).await
+    }
+
+    /// [`agent_view_shared`](Self::agent_view_shared) as of the change versions `at`, read
+    /// earlier in the same request (those of its authentication, [`Actor::versions`]) rather
+    /// than read again: the answer is then the agent as it was when they were read, or newer.
+    /// Only for a request that has changed nothing since: a change it made itself after `at`
+    /// was read may not show. `None` reads them now.
+    pub async fn agent_view_shared_at(
+        &self,
+        actor: &Actor,
+        agent_id: &str,
+        at: Option<ChangeVersions>,
+    ) -> Result<Arc<Agent>> {
         actor.require(Permission::AgentsRead)?;
         let id = IdKind::Agent.parse(agent_id)?;
-        self.agent_cached(&actor.organization_id, &id)
+        let version = match at {
+            Some(at) => at.agents,
+            None => self.repo.change_versions().await?.agents,
+        };
+        self.agent_cached_at(&actor.organization_id, &id, version)
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }

@@ -56,10 +56,12 @@ impl Service {
         let hash = hash_secret(secret);
         // The version first: a revocation committed after this read leaves a key read below
         // cached under the older version, so the next request reads it again.
-        let version = self.repo.change_versions().await?.credentials;
+        let versions = self.repo.change_versions().await?;
         let key = self
             .keys
-            .get_or_read(&hash, version, || self.repo.api_key_find_by_hash(&hash))
+            .get_or_read(&hash, versions.credentials, || {
+                self.repo.api_key_find_by_hash(&hash)
+            })
             .await?
             .ok_or_else(|| Error::unauthenticated("API key is not valid"))?;
         let now = self.now();
@@ -101,6 +103,7 @@ impl Service {
             principal: Principal::ApiKey(key.key_id.clone()),
             scopes: key.scopes.clone(),
             request: Default::default(),
+            versions: Some(versions),
         })
     }
 
@@ -150,6 +153,7 @@ impl Service {
             principal: Principal::User,
             scopes: None,
             request: Default::default(),
+            versions: None,
         })
     }
 }

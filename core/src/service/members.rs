@@ -206,6 +206,7 @@ impl Service {
             principal: Principal::User,
             scopes: None,
             request,
+            versions: None,
         };
         let accepted = self.event(
             EventType::InvitationAccepted,

@@ -66,7 +66,11 @@ async fn agent_view(
     (agent_id,): (String,),
     (actor,): (Actor,),
 ) -> Result<TaggedData<Agent>, ApiError> {
-    let agent = cx.service().agent_view_shared(&actor, &agent_id).await?;
+    // A read that changes nothing: the versions its authentication read answer for it too.
+    let agent = cx
+        .service()
+        .agent_view_shared_at(&actor, &agent_id, actor.versions)
+        .await?;
     Ok(TaggedData(
         cx.api.representations.agent(&agent)?,
         std::marker::PhantomData,
