@@ -37,7 +37,7 @@ fn audio_format(essence: &str) -> Option<AudioFormat> {
 }
 
 impl FromRequest for AudioUpload {
-    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let limit = cx.api.config.max_upload_bytes;
         body::check_declared_length(&cx.parts.headers, limit)?;
         let media = body::media_type(&cx.parts.headers);
@@ -132,7 +132,7 @@ impl Stream for Prepended {
 pub(crate) struct RangeHeader(pub(crate) Option<RangeRequest>);
 
 impl FromRequest for RangeHeader {
-    async fn from_request(cx: &Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, _: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         Ok(Self(
             cx.parts
                 .headers

@@ -33,7 +33,7 @@ pub(crate) enum NewDocumentBody {
 }
 
 impl FromRequest for NewDocumentBody {
-    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let headers = &cx.parts.headers;
         let body = body.take().unwrap_or_default();
         let media = media_type(headers).filter(|m| m.essence == "multipart/form-data");

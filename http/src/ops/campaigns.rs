@@ -126,7 +126,7 @@ async fn campaign_delete(
 struct RecipientsUpload(RecipientsBody);
 
 impl FromRequest for RecipientsUpload {
-    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let headers = &cx.parts.headers;
         let body = body.take().unwrap_or_default();
         let media = media_type(headers);

@@ -44,7 +44,7 @@ fn header_text(cx: &Cx, name: &str) -> Option<String> {
 pub(crate) struct TwilioForm(TwilioWebhook);
 
 impl FromRequest for TwilioForm {
-    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let body = body.take().unwrap_or_default();
         let bytes = collect_limited(&cx.parts.headers, body, PROVIDER_BODY_LIMIT).await?;
         Ok(Self(TwilioWebhook {
@@ -68,7 +68,7 @@ impl FromRequest for TwilioForm {
 pub(crate) struct TelnyxEvent(TelnyxWebhook);
 
 impl FromRequest for TelnyxEvent {
-    async fn from_request(cx: &Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
+    async fn from_request(cx: &mut Cx, body: &mut Option<RequestBody>) -> Result<Self, ApiError> {
         let body = body.take().unwrap_or_default();
         let bytes = collect_limited(&cx.parts.headers, body, PROVIDER_BODY_LIMIT).await?;
         Ok(Self(TelnyxWebhook {

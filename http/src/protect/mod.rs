@@ -23,10 +23,10 @@ use crate::{conditional, credentials};
 /// Who is asking, for keying idempotency: the organization and credential of an authenticated
 /// caller, or a hash of the bearer token of an operation that takes one without an
 /// organization.
-fn scope_of(actor: Option<&Actor>, parts: &Parts) -> Option<String> {
+fn scope_of(parts: &Parts) -> Option<String> {
     use voiceplane_core::auth::Principal;
-    match actor {
-        Some(actor) => Some(match &actor.principal {
+    match parts.extensions.get::<Authenticated>() {
+        Some(Authenticated(actor)) => Some(match &actor.principal {
             Principal::ApiKey(key_id) => format!("{}/key:{key_id}", actor.organization_id),
             Principal::User => format!("{}/user:{}", actor.organization_id, actor.user_id),
         }),
@@ -132,21 +132,21 @@ pub(crate) async fn run(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut budget = None;
-    let actor = match op.auth {
+    match op.auth {
         Auth::Organization => {
             let actor = authenticate(api, &parts).await?;
             if let Some(limits) = &api.limits {
-                budget = limits.check_credential(&budget_key(&actor))?;
+                budget = limits.check_credential(budget_key(&actor))?;
             }
-            parts.extensions.insert(Authenticated(actor.clone()));
-            Some(actor)
+            // Moved, not cloned: the operation's `Actor` input takes it from here.
+            parts.extensions.insert(Authenticated(actor));
         }
         Auth::Provider => return provider_webhook(api, op, captures, parts, body).await,
-        Auth::None | Auth::Invitee => None,
-    };
+        Auth::None | Auth::Invitee => {}
+    }
     let result = match idempotency::key_of(&parts.headers) {
         Err(e) if parts.method == Method::POST => Err(e),
-        Ok(Some(key)) if parts.method == Method::POST => match scope_of(actor.as_ref(), &parts) {
+        Ok(Some(key)) if parts.method == Method::POST => match scope_of(&parts) {
             Some(scope) => idempotency::run(api, op, captures, parts, body, scope, key).await,
             None => conditional::run(api, op, captures, parts, body).await,
         },
