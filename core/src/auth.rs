@@ -76,12 +76,7 @@ pub fn hash_secret(secret: &str) -> String {
 
 /// Lower-case hex of `bytes`.
 pub(crate) fn to_hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-    }
-    out
+    base16ct::lower::encode_string(bytes)
 }
 
 /// What a request presents: the raw header values. `Debug` hides the secrets.
@@ -120,7 +115,7 @@ pub struct RequestContext {
     /// The request's `X-Request-Id` (the caller's, or the one the adapter generated).
     pub request_id: Option<String>,
     /// The client's address: the connection's peer, or the address a trusted proxy reports.
-    pub ip: Option<String>,
+    pub ip: Option<std::net::IpAddr>,
     /// The `If-Match`/`If-None-Match` of a conditional write, checked against the resource
     /// inside the write's transaction.
     pub preconditions: crate::precondition::Preconditions,

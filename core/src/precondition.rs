@@ -18,16 +18,10 @@ use crate::repo::Change;
 
 /// The strong entity tag of a representation: `"<first 128 bits of its SHA-256, in hex>"`.
 pub fn entity_tag(representation: &[u8]) -> String {
-    use std::fmt::Write;
-    let digest = Sha256::digest(representation);
-    let mut tag = String::with_capacity(34);
-    tag.push('"');
-    for byte in &digest[..16] {
-        // Writing to a String cannot fail.
-        let _ = write!(tag, "{byte:02x}");
-    }
-    tag.push('"');
-    tag
+    format!(
+        "\"{}\"",
+        base16ct::lower::encode_string(&Sha256::digest(representation)[..16])
+    )
 }
 
 /// The tag of `data` as a `GET` answers it: `{"success":true,"data":<data>}`.

@@ -29,7 +29,7 @@ pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
             .get::<RequestId>()
             .and_then(|id| id.0.to_str().ok())
             .map(str::to_owned),
-        ip: ip.map(|ip| ip.to_string()),
+        ip,
         preconditions: parts
             .extensions
             .get::<Preconditions>()

@@ -410,10 +410,7 @@ impl AuditFilter {
             micros(self.created_after),
             micros(self.created_before),
         ]);
-        Sha256::digest(canonical.to_string().as_bytes())[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        base16ct::lower::encode_string(&Sha256::digest(canonical.to_string().as_bytes())[..6])
     }
 }
 

@@ -110,10 +110,7 @@ impl CallQuery {
         if let (Some(successful), Some(list)) = (self.successful, canonical.as_array_mut()) {
             list.push(serde_json::json!({ "successful": successful }));
         }
-        Sha256::digest(canonical.to_string().as_bytes())[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        base16ct::lower::encode_string(&Sha256::digest(canonical.to_string().as_bytes())[..6])
     }
 }
 
