@@ -277,6 +277,13 @@ impl Visit for TextVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.field(field, format_args!("{value}"));
+        } else if value
+            .bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+        {
+            // What `Debug` writes for such a string, without its escaping of every character
+            // in turn (an operation id is one of these on every request).
+            self.field(field, format_args!("\"{value}\""));
         } else {
             self.field(field, format_args!("{value:?}"));
         }
@@ -591,6 +598,31 @@ pub(super) mod tests {
             "  INFO request{method=GET path=/api/agents/agent_1 operation=\"agent_view\" \
              status=200 latency_ms=1.25}: voiceplane_bin::logging::lines::tests: request completed"
         );
+    }
+
+    #[test]
+    fn a_string_field_is_written_as_its_debug_form() {
+        let printable: String = (0x20u8..0x7f).map(char::from).collect();
+        for value in [
+            "agent_view",
+            "",
+            "it's {a} ~b~ 100% <ok>",
+            printable.as_str(),
+            "tab\there",
+            "é",
+        ] {
+            let captured = Captured::default();
+            let subscriber = tracing_subscriber::registry().with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(captured.clone())
+                    .fmt_fields(TextFields)
+                    .event_format(TextLine),
+            );
+            tracing::subscriber::with_default(subscriber, || tracing::info!(f = value));
+            let lines = captured.lines();
+            let (_, written) = lines[0].split_once(" f=").unwrap();
+            assert_eq!(written, format!("{value:?}"), "{value:?}");
+        }
     }
 
     #[test]
