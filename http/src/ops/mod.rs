@@ -132,8 +132,17 @@ pub fn resolve(method: &Method, path: &str) -> Result<(&'static Operation, Captu
         }
         return Ok((found.value, captures));
     }
-    // None under this method: the table says whether the path exists (405, with the methods
-    // it allows, in table order) or not (404).
+    // A path no method's tree holds, even with an empty parameter, matches no template: a
+    // 404 without reading the table (a scanner's `/wp-login.php`, a mistyped path).
+    if !routes()
+        .by_method
+        .iter()
+        .any(|(_, router)| router.at(path).is_ok())
+    {
+        return Err(RouteError::NotFound);
+    }
+    // Held under another method, or only with an empty parameter: the table says whether the
+    // path exists (405, with the methods it allows, in table order) or not (404).
     scan(method, path)
 }
 

@@ -331,6 +331,9 @@ fn the_route_tree_agrees_with_the_table_in_order() {
         "//".to_owned(),
         "/api".to_owned(),
         "/api/".to_owned(),
+        "/wp-login.php".to_owned(),
+        "/api/nope".to_owned(),
+        "/healthz/x".to_owned(),
     ];
     for op in operations() {
         let filled = sample_path(op.template);
