@@ -253,6 +253,12 @@ impl<T> SharedPage<T> {
     pub fn items(&self) -> &[T] {
         &self.rows[..self.len]
     }
+
+    /// The rows it was cut from: the same `Arc` for every answer of a page kept in memory, so
+    /// that what is written from it can be kept beside it.
+    pub fn rows(&self) -> &Arc<Vec<T>> {
+        &self.rows
+    }
 }
 
 /// Of up to `limit + 1` rows: how many make the page, whether more follow, and the cursor

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use voiceplane_core::Service;
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::Outcome;
-use voiceplane_core::page::{Page, SharedPage};
+use voiceplane_core::page::Page;
 
 use crate::api::Api;
 use crate::body::{JSON_REQUIRED, RequestBody, read_json, require_json};
@@ -25,7 +25,7 @@ use crate::error::ApiError;
 use crate::openapi::spec::{Input, OpSpec, Output, Schemas};
 use crate::operation::Captures;
 use crate::response::{
-    self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope, Pagination, ResponseBody,
+    self, CountedPagination, DataEnvelope, ListEnvelope, OutcomeEnvelope, ResponseBody,
 };
 use crate::{credentials, query};
 
@@ -426,19 +426,14 @@ impl<T: Serialize + JsonSchema + 'static> Reply for TaggedData<T> {
     }
 }
 
-/// A page of the call list, its calls already JSON: answered as the [`Page`] of `Call`s it was
-/// written from, and described as one.
-pub(crate) struct CallPage(pub(crate) SharedPage<voiceplane_core::model::CallJson>);
+/// A page of the call list, its body written from calls already JSON
+/// ([`crate::represent::Representations::calls_page`]): answered as the [`Page`] of `Call`s
+/// it was written from, and described as one.
+pub(crate) struct CallPage(pub(crate) bytes::Bytes);
 
 impl Reply for CallPage {
     fn into_response(self) -> Response<ResponseBody> {
-        let page = &self.0;
-        let pagination = Pagination::new(
-            page.next_cursor.as_deref(),
-            page.has_more,
-            page.items().len(),
-        );
-        response::page_of_json(page.items(), pagination, |call| &call.json)
+        response::ok_json(self.0)
     }
 
     fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {

@@ -14,6 +14,8 @@ use serde::Serialize;
 use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
+use crate::error::ApiError;
+
 /// The error type of response bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -229,13 +231,13 @@ pub(crate) fn page<T: Serialize>(page: &Page<T>) -> Response<ResponseBody> {
     )
 }
 
-/// `200` with a cursor-list envelope of items already written as JSON: the bytes
-/// [`page`] writes for the items they were written from.
+/// A cursor-list envelope of items already written as JSON: the bytes [`page`] writes for
+/// the items they were written from.
 pub(crate) fn page_of_json<T>(
     items: &[T],
     pagination: Pagination<'_>,
     json: impl Fn(&T) -> &str,
-) -> Response<ResponseBody> {
+) -> Result<Vec<u8>, ApiError> {
     let size = items.iter().map(|item| json(item).len() + 1).sum::<usize>();
     let mut body = Vec::with_capacity(size + 128);
     body.extend_from_slice(br#"{"success":true,"data":["#);
@@ -246,11 +248,17 @@ pub(crate) fn page_of_json<T>(
         body.extend_from_slice(json(item).as_bytes());
     }
     body.extend_from_slice(br#"],"pagination":"#);
-    if let Err(e) = serde_json::to_writer(&mut body, &pagination) {
-        tracing::error!(error = %e, "could not serialize a response");
-        return internal_error_response();
-    }
+    serde_json::to_writer(&mut body, &pagination).map_err(|e| {
+        ApiError::from(voiceplane_core::Error::Internal(format!(
+            "could not serialize a page: {e}"
+        )))
+    })?;
     body.push(b'}');
+    Ok(body)
+}
+
+/// `200` with `body`, JSON written earlier.
+pub(crate) fn ok_json(body: Bytes) -> Response<ResponseBody> {
     json_bytes(StatusCode::OK, body)
 }
 
@@ -343,7 +351,9 @@ mod tests {
             let bytes = |r: Response<ResponseBody>| async {
                 r.into_body().collect().await.unwrap().to_bytes()
             };
-            let raw = page_of_json(&written.items, Pagination::of(&written), String::as_str);
+            let raw = ok_json(Bytes::from(
+                page_of_json(&written.items, Pagination::of(&written), String::as_str).unwrap(),
+            ));
             assert_eq!(raw.headers()[header::CONTENT_TYPE], "application/json");
             assert_eq!(bytes(raw).await, bytes(page(&typed)).await);
         }

@@ -82,11 +82,11 @@ async fn call_list(
         Query<PageParams>,
     ),
 ) -> Result<CallPage, ApiError> {
-    Ok(CallPage(
-        cx.service()
-            .call_list_json(&actor, &plus_restored(filter), &search, &params)
-            .await?,
-    ))
+    let page = cx
+        .service()
+        .call_list_json(&actor, &plus_restored(filter), &search, &params)
+        .await?;
+    Ok(CallPage(cx.api.representations.calls_page(&page)?))
 }
 
 const CALL_STATS: Operation = Operation::get("/api/calls/stats", handler!(call_stats)).doc(
