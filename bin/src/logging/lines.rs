@@ -554,7 +554,7 @@ pub(super) mod tests {
         tracing::info!("request completed");
     }
 
-    fn lines_of<N, E>(fields: N, line: E) -> Vec<String>
+    fn lines_of<N, E>(fields: N, line: E, log: impl FnOnce()) -> Vec<String>
     where
         N: for<'w> FormatFields<'w> + Send + Sync + 'static,
         E: FormatEvent<tracing_subscriber::Registry, N> + Send + Sync + 'static,
@@ -567,7 +567,7 @@ pub(super) mod tests {
                 .fmt_fields(fields)
                 .event_format(line),
         );
-        tracing::subscriber::with_default(subscriber, log_a_request);
+        tracing::subscriber::with_default(subscriber, log);
         captured.lines()
     }
 
@@ -584,7 +584,7 @@ pub(super) mod tests {
 
     #[test]
     fn text_lines_show_every_kind_of_field_with_control_characters_escaped() {
-        let lines = lines_of(TextFields, TextLine);
+        let lines = lines_of(TextFields, TextLine, log_a_request);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(
             after_timestamp(&lines[0]),
@@ -611,15 +611,7 @@ pub(super) mod tests {
             "tab\there",
             "é",
         ] {
-            let captured = Captured::default();
-            let subscriber = tracing_subscriber::registry().with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(captured.clone())
-                    .fmt_fields(TextFields)
-                    .event_format(TextLine),
-            );
-            tracing::subscriber::with_default(subscriber, || tracing::info!(f = value));
-            let lines = captured.lines();
+            let lines = lines_of(TextFields, TextLine, || tracing::info!(f = value));
             let (_, written) = lines[0].split_once(" f=").unwrap();
             assert_eq!(written, format!("{value:?}"), "{value:?}");
         }
@@ -654,18 +646,10 @@ pub(super) mod tests {
         );
         tracing::subscriber::with_default(theirs, log);
         let theirs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-        let captured = Captured::default();
-        let ours = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(captured.clone())
-                .fmt_fields(TextFields)
-                .event_format(TextLine),
-        );
-        tracing::subscriber::with_default(ours, log);
-        let ours = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let ours = lines_of(TextFields, TextLine, log);
         let (theirs, ours): (Vec<&str>, Vec<&str>) = (
             theirs.lines().map(after_timestamp).collect(),
-            ours.lines().map(after_timestamp).collect(),
+            ours.iter().map(|line| after_timestamp(line)).collect(),
         );
         assert_eq!(ours.len(), 2);
         assert_eq!(ours, theirs);
@@ -673,7 +657,7 @@ pub(super) mod tests {
 
     #[test]
     fn json_lines_are_one_object_each_with_the_spans_fields() {
-        let lines = lines_of(JsonFields, JsonLine);
+        let lines = lines_of(JsonFields, JsonLine, log_a_request);
         assert_eq!(lines.len(), 2, "{lines:?}");
         let values: Vec<serde_json::Value> = lines
             .iter()
