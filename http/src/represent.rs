@@ -65,12 +65,13 @@ struct ByBody;
 
 impl Weighter<usize, KeptPage> for ByBody {
     fn weight(&self, _: &usize, kept: &KeptPage) -> u64 {
-        // The rows are the repository's, kept there anyway.
-        u64::try_from(kept.body.len()).unwrap_or(u64::MAX)
+        // The rows kept alive weigh about what the body does: once a commit has the repository
+        // read the page again, only this entry holds the old ones, until it is evicted.
+        u64::try_from(2 * kept.body.len()).unwrap_or(u64::MAX)
     }
 }
 
-/// Bytes of page bodies kept, about: the repository keeps their rows up to 16 MiB.
+/// Bytes of page bodies and their rows kept, about: as many as the repository keeps.
 const PAGES_BUDGET: u64 = 16 * 1024 * 1024;
 
 /// See the module documentation.
