@@ -182,7 +182,12 @@ impl SeaRepository {
                     .idle_timeout(None)
                     .max_lifetime(None);
             } else {
-                opt.max_connections(options.max_connections.unwrap_or(8));
+                // No reaper either: a file has no server to drop idle connections, and sqlx's
+                // reaper task can spin a core forever after a race on its idle count
+                // (launchbadge/sqlx#3645, fixed by #4289 after 0.9.0): seen here once, in CI.
+                opt.max_connections(options.max_connections.unwrap_or(8))
+                    .idle_timeout(None)
+                    .max_lifetime(None);
             }
             // sqlx pings a connection before lending it (a hand-off to its thread and back, the
             // cost of a statement) to find one a server dropped; a file has no server, and a
