@@ -242,19 +242,21 @@ impl Predicate for JsonOrText {
         if response.status() == StatusCode::PARTIAL_CONTENT {
             return false;
         }
-        let textual = content_type(response).is_some_and(|t| {
-            t.eq_ignore_ascii_case("application/json")
-                || (starts_with_ignore_case(t, "application/") && ends_with_ignore_case(t, "+json"))
-                || (starts_with_ignore_case(t, "text/")
-                    && !t.eq_ignore_ascii_case("text/event-stream"))
-        });
         // A HEAD answer declares the GET's length with an empty body: read the header first.
+        // The size goes first, as most answers (an agent, a health check) are below it.
         let size = response
             .headers()
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
             .or_else(|| response.body().size_hint().exact());
-        textual && size.is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
+        size.is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
+            && content_type(response).is_some_and(|t| {
+                t.eq_ignore_ascii_case("application/json")
+                    || (starts_with_ignore_case(t, "application/")
+                        && ends_with_ignore_case(t, "+json"))
+                    || (starts_with_ignore_case(t, "text/")
+                        && !t.eq_ignore_ascii_case("text/event-stream"))
+            })
     }
 }
 
