@@ -95,7 +95,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use http::{HeaderValue, Request, Response, header};
+use http::{HeaderName, HeaderValue, Request, Response, header};
 use tracing::Instrument;
 use voiceplane_core::Service;
 
@@ -203,7 +203,7 @@ impl Api {
                     .headers_mut()
                     .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             }
-            response.headers_mut().insert(REQUEST_ID_HEADER, request_id);
+            response.headers_mut().insert(REQUEST_ID, request_id);
             response.headers_mut().insert(
                 header::X_CONTENT_TYPE_OPTIONS,
                 HeaderValue::from_static("nosniff"),
@@ -267,6 +267,10 @@ fn record_outcome(span: &tracing::Span, status: http::StatusCode, latency: std::
     ]));
 }
 
+/// [`REQUEST_ID_HEADER`] as a name, checked once: a `&str` is parsed and hashed as a header
+/// name at every lookup and insert.
+const REQUEST_ID: HeaderName = HeaderName::from_static(REQUEST_ID_HEADER);
+
 fn is_api_path(path: &str) -> bool {
     path == "/api" || path.starts_with("/api/")
 }
@@ -274,7 +278,7 @@ fn is_api_path(path: &str) -> bool {
 /// The request's id: the caller's `X-Request-Id` when it sent exactly one value of 1 to
 /// [`MAX_REQUEST_ID_LEN`] visible ASCII characters, else 16 random lowercase hex digits.
 fn request_id_of(headers: &http::HeaderMap) -> HeaderValue {
-    let mut sent = headers.get_all(REQUEST_ID_HEADER).iter();
+    let mut sent = headers.get_all(REQUEST_ID).iter();
     match (sent.next(), sent.next()) {
         (Some(value), None) if is_acceptable_request_id(value.as_bytes()) => value.clone(),
         _ => generate_request_id(),
