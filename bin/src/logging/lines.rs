@@ -266,12 +266,15 @@ impl TextVisitor<'_> {
         })();
     }
 
-    /// `field` with `value`, which needs no escaping.
-    fn plain(&mut self, field: &Field, value: &str) {
+    /// `field` with the value `parts` make, which need no escaping.
+    fn plain(&mut self, field: &Field, parts: &[&str]) {
         if self.result.is_err() {
             return;
         }
-        self.result = self.name(field).and_then(|()| self.w.write_str(value));
+        self.result = (|| {
+            self.name(field)?;
+            parts.iter().try_for_each(|part| self.w.write_str(part))
+        })();
     }
 
     /// The separator and `name=` before a field's value (nothing for a message).
@@ -298,7 +301,7 @@ impl Visit for TextVisitor<'_> {
         {
             // What `Debug` writes for such a string, without its escaping of every character
             // in turn (an operation id is one of these on every request).
-            self.field(field, format_args!("\"{value}\""));
+            self.plain(field, &["\"", value, "\""]);
         } else {
             self.field(field, format_args!("{value:?}"));
         }
@@ -331,7 +334,7 @@ impl Visit for TextVisitor<'_> {
     fn record_f64(&mut self, field: &Field, value: f64) {
         match shortest(&mut zmij::Buffer::new(), value) {
             // Digits, a point and a sign.
-            Some(text) => self.plain(field, text),
+            Some(text) => self.plain(field, &[text]),
             None => self.field(field, format_args!("{value:?}")),
         }
     }
