@@ -331,6 +331,18 @@ impl Visit for TextVisitor<'_> {
         }
     }
 
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.plain(field, &[itoa::Buffer::new().format(value)]);
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.plain(field, &[itoa::Buffer::new().format(value)]);
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.plain(field, &[if value { "true" } else { "false" }]);
+    }
+
     fn record_f64(&mut self, field: &Field, value: f64) {
         match shortest(&mut zmij::Buffer::new(), value) {
             // Digits, a point and a sign.
@@ -450,11 +462,11 @@ impl Visit for JsonVisitor<'_> {
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.member(field, |w| write!(w, "{value}"));
+        self.member(field, |w| w.write_str(itoa::Buffer::new().format(value)));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.member(field, |w| write!(w, "{value}"));
+        self.member(field, |w| w.write_str(itoa::Buffer::new().format(value)));
     }
 
     fn record_i128(&mut self, field: &Field, value: i128) {
@@ -734,6 +746,26 @@ pub(super) mod tests {
             tracing::info!(latency_ms = 0.001f64)
         });
         assert!(lines[0].contains(r#""latency_ms":0.001,"#), "{}", lines[0]);
+    }
+
+    #[test]
+    fn integer_and_boolean_fields_are_written_as_their_debug_form() {
+        let check = |log: &dyn Fn(), debug: String| {
+            let text = lines_of(TextFields, TextLine, log);
+            assert!(text[0].ends_with(&format!(" f={debug}")), "{}", text[0]);
+            let json = lines_of(JsonFields, JsonLine, log);
+            assert!(json[0].contains(&format!(r#""f":{debug},"#)), "{}", json[0]);
+        };
+        for value in [0, -1, 503, i64::MIN, i64::MAX] {
+            check(&|| tracing::info!(f = value), format!("{value:?}"));
+        }
+        for value in [0, 7, u64::MAX] {
+            check(&|| tracing::info!(f = value), format!("{value:?}"));
+        }
+        check(&|| tracing::info!(f = 503u16), "503".to_owned());
+        for value in [true, false] {
+            check(&|| tracing::info!(f = value), format!("{value:?}"));
+        }
     }
 
     #[test]
