@@ -9,6 +9,13 @@ use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::time::Timestamp;
 
+/// A short digest of a list's filters written as canonical JSON: what a cursor carries to be
+/// refused under other filters.
+pub(crate) fn filter_digest(canonical: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    crate::auth::to_hex(&Sha256::digest(canonical.to_string().as_bytes())[..6])
+}
+
 /// Default page size of cursor lists.
 pub const DEFAULT_LIMIT: u32 = 50;
 /// Largest page size of cursor lists.

@@ -20,7 +20,7 @@ use crate::repo::Change;
 pub fn entity_tag(representation: &[u8]) -> String {
     format!(
         "\"{}\"",
-        base16ct::lower::encode_string(&Sha256::digest(representation)[..16])
+        crate::auth::to_hex(&Sha256::digest(representation)[..16])
     )
 }
 

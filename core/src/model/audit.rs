@@ -397,7 +397,6 @@ pub struct AuditFilter {
 impl AuditFilter {
     /// A short digest of the filters, empty when there are none: what binds a cursor to them.
     pub fn digest(&self) -> String {
-        use sha2::{Digest, Sha256};
         if *self == Self::default() {
             return String::new();
         }
@@ -410,7 +409,7 @@ impl AuditFilter {
             micros(self.created_after),
             micros(self.created_before),
         ]);
-        base16ct::lower::encode_string(&Sha256::digest(canonical.to_string().as_bytes())[..6])
+        crate::page::filter_digest(&canonical)
     }
 }
 

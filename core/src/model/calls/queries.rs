@@ -1,7 +1,6 @@
 //! The call list's filters and call statistics.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::{CallStatus, CallType};
 use crate::page::empty_as_none;
@@ -110,7 +109,7 @@ impl CallQuery {
         if let (Some(successful), Some(list)) = (self.successful, canonical.as_array_mut()) {
             list.push(serde_json::json!({ "successful": successful }));
         }
-        base16ct::lower::encode_string(&Sha256::digest(canonical.to_string().as_bytes())[..6])
+        crate::page::filter_digest(&canonical)
     }
 }
 
