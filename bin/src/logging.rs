@@ -6,15 +6,14 @@
 //! colours, get tracing-subscriber's registry with [`log_layer`]. The lines are the same.
 //!
 //! Lines are formatted on the thread that logs them and written by a thread of their own
-//! (`tracing-appender`), in batches through a buffer flushed whenever the queue is empty.
-//! Writing each request's line to stderr on the request's thread, under stderr's lock, was a
-//! sixth of an agent read's CPU (docs/ARCHITECTURE.md, "The hot read path"). A full queue
-//! makes the logging thread wait rather than drop lines.
+//! (`logging/writer.rs`), every line pending written at once. Writing each request's line to
+//! stderr on the request's thread, under stderr's lock, was a sixth of an agent read's CPU
+//! (docs/ARCHITECTURE.md, "The hot read path"). Lines waiting beyond a bound make the logging
+//! thread wait rather than drop them.
 
 use std::io::IsTerminal as _;
 
 use tracing::warn;
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -26,6 +25,7 @@ use crate::config::LogFormat;
 
 mod lines;
 mod subscriber;
+mod writer;
 use lines::{JsonFields, JsonLine, TextFields, TextLine};
 use subscriber::Lines;
 
@@ -35,7 +35,7 @@ pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,sea_orm_migrat
 /// Keeps the thread that writes the log. Dropping it writes out what is still queued and
 /// stops the thread, so hold it until the program ends.
 #[must_use = "dropping the guard stops the log writer: keep it until the program ends"]
-pub struct LogGuard(Option<WorkerGuard>);
+pub struct LogGuard(Option<writer::WriterGuard>);
 
 impl std::fmt::Debug for LogGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,10 +63,13 @@ pub fn init_tracing() -> LogGuard {
 ///   headers or bodies.
 pub fn init_tracing_as(format: LogFormat) -> LogGuard {
     let (filter, bad_rust_log) = filter_of(std::env::var("RUST_LOG").ok().as_deref());
-    let (writer, guard) = NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("voiceplane-log")
-        .finish(std::io::BufWriter::new(std::io::stderr()));
+    let (writer, guard) = match writer::spawn("voiceplane-log", std::io::stderr()) {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            eprintln!("the log's writer thread cannot be started ({e}); nothing will be logged");
+            return LogGuard(None);
+        }
+    };
     let colours = format == LogFormat::Text && std::io::stderr().is_terminal();
     let installed = match filter {
         Filter::Targets(targets) if !colours => {
