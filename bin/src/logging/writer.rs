@@ -14,10 +14,11 @@
 //! busy server the lines of that moment gather into one write, and the loggers, who find it
 //! awake, never have to wake it. Without the pause it woke for nearly every line: on one
 //! core, a `/healthz` cost a third more CPU than with tracing-appender, whose receiver yields
-//! a few times before it sleeps. Nothing is dropped: a logger waits
-//! while [`MAX_PENDING`] bytes are waiting (a stuck stderr stops the logging threads rather
-//! than filling memory), and once the guard is dropped the last lines are written and later
-//! ones go straight to the output under the lock.
+//! a few times before it sleeps.
+//!
+//! Nothing is dropped: a logger waits while [`MAX_PENDING`] bytes are waiting (a stuck stderr
+//! stops the logging threads rather than filling memory), and once the guard is dropped the
+//! last lines are written and later ones go straight to the output under the lock.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
