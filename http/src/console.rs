@@ -164,11 +164,11 @@ impl<S> WithConsole<S> {
 impl<S, B> tower_service::Service<Request<B>> for WithConsole<S>
 where
     S: tower_service::Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
-    S::Future: Send + 'static,
+    S::Future: Unpin,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = ConsoleFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -177,10 +177,36 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         match self.console {
             Some(console) if serves(req.uri().path()) => {
-                let response = console.respond(req.method(), req.uri().path());
-                Box::pin(std::future::ready(Ok(response)))
+                ConsoleFuture::Console(Some(console.respond(req.method(), req.uri().path())))
             }
-            _ => Box::pin(self.inner.call(req)),
+            _ => ConsoleFuture::Inner(self.inner.call(req)),
+        }
+    }
+}
+
+/// The future of [`WithConsole`]: the inner service's, as it is, for every request the
+/// console does not answer (not boxed again: the [`Api`](crate::Api)'s future is a box
+/// already, and a second one cost an allocation and a copy of every request).
+pub enum ConsoleFuture<F> {
+    /// The console's answer, taken by the first poll.
+    Console(Option<Response<ResponseBody>>),
+    /// Any other request.
+    Inner(F),
+}
+
+impl<F> Future for ConsoleFuture<F>
+where
+    F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
+{
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Console(answer) => match answer.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                None => panic!("ConsoleFuture polled after it completed"),
+            },
+            Self::Inner(inner) => Pin::new(inner).poll(cx),
         }
     }
 }

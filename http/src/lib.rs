@@ -103,7 +103,7 @@ pub use api::{
     Api, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UPLOAD_BYTES, HttpConfig, MAX_REQUEST_ID_LEN,
     REQUEST_ID_HEADER,
 };
-pub use console::{Console, WithConsole};
+pub use console::{Console, ConsoleFuture, WithConsole};
 pub use error::status_for;
 pub use protect::idempotency::{
     IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED, MAX_KEY_LEN as MAX_IDEMPOTENCY_KEY_LEN,
