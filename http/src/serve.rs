@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 
 use crate::{Api, BoxError};
 
@@ -74,11 +77,8 @@ where
 {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .keep_alive(true);
+    // The header read timeout is the connection's own (`HeaderDeadline`), not hyper's.
+    builder.http1().header_read_timeout(None).keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -92,10 +92,12 @@ where
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    let io = TokioIo::new(FirstByteDeadline::new(stream, HEADER_READ_TIMEOUT));
-                    let service = WithPeer {
+                    let activity = Arc::new(Activity::new());
+                    let io = TokioIo::new(HeaderDeadline::new(stream, Arc::clone(&activity)));
+                    let service = PerConnection {
                         inner: service.clone(),
                         peer,
+                        activity,
                     };
                     let connection = builder
                         .serve_connection(io, TowerToHyperService::new(service))
@@ -131,51 +133,162 @@ where
     Ok(())
 }
 
-/// A connection that fails its first read with `TimedOut` when no byte arrived within the
-/// deadline. hyper-util's protocol detection reads the first bytes without a timer of its
-/// own (HTTP/1.1's header timeout starts after it), so without this a client could hold a
-/// connection, and its task, by connecting and sending nothing.
-struct FirstByteDeadline {
-    stream: TcpStream,
-    /// Until the first byte arrives.
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+/// What a connection's requests are doing: shared by its IO, which enforces
+/// [`HEADER_READ_TIMEOUT`], and its service, which sees each request begin and its answer end.
+///
+/// The timeout used to be hyper's own (`header_read_timeout`), which arms a timer for every
+/// request: a boxed `Sleep` put into tokio's timer wheel when the connection waits for the
+/// next request and taken out when its header arrives, about 900 instructions of a
+/// `/healthz` that raw hyper does not spend (benches/README.md). Here a connection has one
+/// timer, moved only when it fires before the deadline it stands for.
+struct Activity {
+    opened: Instant,
+    /// Requests whose answer has not been sent whole.
+    in_flight: AtomicUsize,
+    /// Since when the connection has had nothing in flight: when it opened or when its last
+    /// answer was sent whole, in nanoseconds after `opened`.
+    idle_since: AtomicU64,
 }
 
-impl FirstByteDeadline {
-    fn new(stream: TcpStream, timeout: Duration) -> Self {
+impl Activity {
+    fn new() -> Self {
         Self {
-            stream,
-            deadline: Some(Box::pin(tokio::time::sleep(timeout))),
+            opened: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
         }
+    }
+
+    fn is_answering(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
+    }
+
+    /// When the header of the next request must have arrived.
+    fn header_deadline(&self) -> Instant {
+        self.opened
+            + Duration::from_nanos(self.idle_since.load(Ordering::Relaxed))
+            + HEADER_READ_TIMEOUT
     }
 }
 
-impl AsyncRead for FirstByteDeadline {
+/// One request of a connection in flight: its answer is sent whole when this is dropped (with
+/// the answer's body, or with the service's future when it ends without one).
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn begin(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        Self(Arc::clone(activity))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let activity = &self.0;
+        let idle_since = u64::try_from(activity.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        activity.idle_since.fetch_max(idle_since, Ordering::Relaxed);
+        activity.in_flight.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// What the first bytes of a connection showed: HTTP/2's preface starts with `PRI`, which
+/// no HTTP/1.1 method does.
+#[derive(Clone, Copy)]
+enum Protocol {
+    /// This many bytes of `PRI` seen so far.
+    Unknown(usize),
+    Http1,
+    Http2,
+}
+
+const HTTP2_PREFACE_START: &[u8] = b"PRI";
+
+/// A connection that fails a read with `TimedOut` once it has waited longer than
+/// [`HEADER_READ_TIMEOUT`] for a request's header: from when it opened, or from when its last
+/// answer was sent whole, for as long as no request is in flight. That covers a client that
+/// connects and sends nothing (hyper-util's protocol detection reads the first bytes without
+/// a timer), one that sends part of a header and stops or drips it, and an idle keep-alive
+/// connection. HTTP/2 connections are exempt once their preface shows: between requests they
+/// are idle by design, and their pings find a peer that is gone.
+struct HeaderDeadline {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+    /// Fires at or before the header deadline.
+    timer: Pin<Box<tokio::time::Sleep>>,
+    protocol: Protocol,
+}
+
+impl HeaderDeadline {
+    fn new(stream: TcpStream, activity: Arc<Activity>) -> Self {
+        let timer = Box::pin(tokio::time::sleep_until(activity.header_deadline()));
+        Self {
+            stream,
+            activity,
+            timer,
+            protocol: Protocol::Unknown(0),
+        }
+    }
+
+    fn sniff(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            let Protocol::Unknown(seen) = self.protocol else {
+                return;
+            };
+            self.protocol = if byte != HTTP2_PREFACE_START[seen] {
+                Protocol::Http1
+            } else if seen + 1 == HTTP2_PREFACE_START.len() {
+                Protocol::Http2
+            } else {
+                Protocol::Unknown(seen + 1)
+            };
+        }
+    }
+
+    /// Whether the header deadline has passed; when it has not, the task is woken at it (or
+    /// earlier, to look again).
+    fn header_overdue(&mut self, cx: &mut Context<'_>) -> bool {
+        if matches!(self.protocol, Protocol::Http2) || self.activity.is_answering() {
+            return false;
+        }
+        // The deadline only moves later, so the timer fires at or before it; only then is it
+        // moved, not at every request.
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let deadline = self.activity.header_deadline();
+            if Instant::now() >= deadline {
+                return true;
+            }
+            self.timer.as_mut().reset(deadline);
+        }
+        false
+    }
+}
+
+impl AsyncRead for HeaderDeadline {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        let before = buf.filled().len();
         let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if let Some(deadline) = &mut this.deadline {
-            match polled {
-                // A byte (or the end of the stream, which ends the connection anyway).
-                Poll::Ready(_) => this.deadline = None,
-                Poll::Pending if deadline.as_mut().poll(cx).is_ready() => {
-                    return Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "no request within the header read timeout",
-                    )));
-                }
-                Poll::Pending => {}
+        match polled {
+            Poll::Ready(Ok(())) if matches!(this.protocol, Protocol::Unknown(_)) => {
+                this.sniff(&buf.filled()[before..]);
             }
+            Poll::Pending if this.header_overdue(cx) => {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no request header within the header read timeout",
+                )));
+            }
+            _ => {}
         }
         polled
     }
 }
 
-impl AsyncWrite for FirstByteDeadline {
+impl AsyncWrite for HeaderDeadline {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -215,21 +328,23 @@ fn is_connection_error(e: &io::Error) -> bool {
     )
 }
 
-/// `inner` with the connection's peer address in each request's extensions, where the
-/// adapter's per-IP limit of failed authentications reads it.
+/// `inner` for one connection: puts the connection's peer address in each request's
+/// extensions, where the adapter's per-IP limit of failed authentications reads it, and tells
+/// the connection's [`Activity`] when each request begins and when its answer has been sent.
 #[derive(Clone)]
-struct WithPeer<S> {
+struct PerConnection<S> {
     inner: S,
     peer: std::net::SocketAddr,
+    activity: Arc<Activity>,
 }
 
-impl<S, B> tower_service::Service<Request<B>> for WithPeer<S>
+impl<S, B, ResBody> tower_service::Service<Request<B>> for PerConnection<S>
 where
-    S: tower_service::Service<Request<B>>,
+    S: tower_service::Service<Request<B>, Response = Response<ResBody>>,
 {
-    type Response = S::Response;
+    type Response = Response<Answer<ResBody>>;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = Answering<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -237,6 +352,63 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         req.extensions_mut().insert(self.peer);
-        self.inner.call(req)
+        let in_flight = InFlight::begin(&self.activity);
+        Answering {
+            inner: self.inner.call(req),
+            in_flight: Some(in_flight),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`PerConnection`]: the inner service's, its answer's body wrapped in an
+    /// [`Answer`].
+    struct Answering<F> {
+        #[pin]
+        inner: F,
+        in_flight: Option<InFlight>,
+    }
+}
+
+impl<F, ResBody, E> Future for Answering<F>
+where
+    F: Future<Output = Result<Response<ResBody>, E>>,
+{
+    type Output = Result<Response<Answer<ResBody>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        let in_flight = this.in_flight.take();
+        Poll::Ready(result.map(|response| response.map(|body| Answer { body, in_flight })))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An answer's body: when hyper drops it, the answer has been sent (or never will be).
+    struct Answer<B> {
+        #[pin]
+        body: B,
+        in_flight: Option<InFlight>,
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for Answer<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
