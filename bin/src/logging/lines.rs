@@ -48,14 +48,20 @@ pub(super) struct JsonLine;
 
 impl<'w> FormatFields<'w> for TextFields {
     fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut visitor = TextVisitor {
-            w: writer,
-            first: true,
-            result: Ok(()),
-        };
-        fields.record(&mut visitor);
-        visitor.result
+        text_fields(writer, fields)
     }
+}
+
+/// `fields` as a text line writes them, to `w`: generic, so that the binary's own subscriber,
+/// writing into a `String`, calls no `dyn fmt::Write` for each piece of each field.
+pub(super) fn text_fields(w: impl fmt::Write, fields: impl RecordFields) -> fmt::Result {
+    let mut visitor = TextVisitor {
+        w,
+        first: true,
+        result: Ok(()),
+    };
+    fields.record(&mut visitor);
+    visitor.result
 }
 
 impl<'w> FormatFields<'w> for JsonFields {
@@ -74,7 +80,11 @@ impl<'w> FormatFields<'w> for JsonFields {
 }
 
 /// `fields` as JSON members, with a comma before the first unless `first`.
-pub(super) fn json_members(w: Writer<'_>, first: bool, fields: impl RecordFields) -> fmt::Result {
+pub(super) fn json_members(
+    w: impl fmt::Write,
+    first: bool,
+    fields: impl RecordFields,
+) -> fmt::Result {
     let mut visitor = JsonVisitor {
         w,
         first,
@@ -178,14 +188,14 @@ where
 }
 
 /// A JSON line up to its spans: timestamp, level, the event's fields and its target.
-pub(super) fn json_start(w: &mut Writer<'_>, event: &Event<'_>) -> fmt::Result {
+pub(super) fn json_start(w: &mut impl fmt::Write, event: &Event<'_>) -> fmt::Result {
     let meta = event.metadata();
     w.write_str("{\"timestamp\":\"")?;
     write_timestamp(w)?;
     w.write_str("\",\"level\":\"")?;
     w.write_str(meta.level().as_str())?;
     w.write_char('"')?;
-    json_members(w.by_ref(), false, event)?;
+    json_members(&mut *w, false, event)?;
     w.write_str(",\"target\":")?;
     json_string(w, meta.target())
 }
@@ -249,13 +259,13 @@ fn write_timestamp(w: &mut impl fmt::Write) -> fmt::Result {
 }
 
 /// Fields as `name=value`: values as their `Debug` (strings quoted), messages as written.
-struct TextVisitor<'w> {
-    w: Writer<'w>,
+struct TextVisitor<W> {
+    w: W,
     first: bool,
     result: fmt::Result,
 }
 
-impl TextVisitor<'_> {
+impl<W: fmt::Write> TextVisitor<W> {
     fn field(&mut self, field: &Field, value: fmt::Arguments<'_>) {
         if self.result.is_err() {
             return;
@@ -291,7 +301,7 @@ impl TextVisitor<'_> {
     }
 }
 
-impl Visit for TextVisitor<'_> {
+impl<W: fmt::Write> Visit for TextVisitor<W> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.field(field, format_args!("{value}"));
@@ -406,15 +416,15 @@ impl<W: fmt::Write + ?Sized> fmt::Write for Escaped<'_, W> {
 
 /// Fields as JSON members: numbers and booleans as such, strings and everything else as the
 /// string of its `Debug` (or, for errors, its `Display`).
-struct JsonVisitor<'w> {
-    w: Writer<'w>,
+struct JsonVisitor<W> {
+    w: W,
     /// No comma before the next member.
     first: bool,
     result: fmt::Result,
 }
 
-impl JsonVisitor<'_> {
-    fn member(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+impl<W: fmt::Write> JsonVisitor<W> {
+    fn member(&mut self, field: &Field, value: impl FnOnce(&mut W) -> fmt::Result) {
         if self.result.is_err() {
             return;
         }
@@ -448,7 +458,7 @@ impl JsonVisitor<'_> {
     }
 }
 
-impl Visit for JsonVisitor<'_> {
+impl<W: fmt::Write> Visit for JsonVisitor<W> {
     fn record_f64(&mut self, field: &Field, value: f64) {
         if value.is_finite() {
             let mut buffer = zmij::Buffer::new();

@@ -27,9 +27,8 @@ use tracing::{Event, Metadata, Subscriber};
 use tracing_core::span::Current;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::fmt::format::{FormatFields, Writer};
 
-use super::lines::{self, JsonFields, TextFields};
+use super::lines;
 use crate::config::LogFormat;
 
 /// Lines in `format` to `writer`, for the events and spans `filter` enables.
@@ -97,11 +96,11 @@ where
                 if !fields.is_empty() {
                     fields.push(' ');
                 }
-                TextFields.format_fields(Writer::new(fields), values)
+                lines::text_fields(fields, values)
             }
             LogFormat::Json => {
                 let first = fields.is_empty();
-                lines::json_members(Writer::new(fields), first, values)
+                lines::json_members(fields, first, values)
             }
         }
     }
@@ -153,11 +152,11 @@ where
                     w.write_char(' ')?;
                 }
                 lines::text_target(w, meta.target())?;
-                TextFields.format_fields(Writer::new(w), event)?;
+                lines::text_fields(&mut *w, event)?;
                 w.write_char('\n')
             }
             LogFormat::Json => {
-                lines::json_start(&mut Writer::new(w), event)?;
+                lines::json_start(w, event)?;
                 if let Some(id) = &scope
                     && let Some(span) = self.spans.get(key_of(id))
                 {
@@ -216,8 +215,8 @@ where
                     .get_mut()
                     .unwrap_or_else(PoisonError::into_inner);
                 let _ = match self.format {
-                    LogFormat::Text => TextFields.format_fields(Writer::new(fields), attrs),
-                    LogFormat::Json => JsonFields.format_fields(Writer::new(fields), attrs),
+                    LogFormat::Text => lines::text_fields(fields, attrs),
+                    LogFormat::Json => lines::json_members(fields, true, attrs),
                 };
             })
             // As the registry does: a slab of millions of open spans is a leak to see.
