@@ -49,8 +49,16 @@ impl Default for HttpConfig {
 
 /// The voiceplane HTTP API: cheap to clone, usable as a function ([`Api::handle`](crate::Api::handle)), as a
 /// [`tower_service::Service`], or served on a listener with [`serve()`](crate::serve()).
+///
+/// A clone is one reference count: the API is cloned for every request (by hyper-util's
+/// service adapter, and again for the request's `'static` future), and each count of the
+/// fields shared by reference was a contended atomic on every core.
 #[derive(Debug, Clone)]
-pub struct Api {
+pub struct Api(pub(crate) Arc<Shared>);
+
+/// What every clone of an [`Api`] shares.
+#[derive(Debug, Clone)]
+pub struct Shared {
     pub(crate) service: Arc<Service>,
     pub(crate) config: HttpConfig,
     /// Rate limits, when [`Api::with_rate_limits`] set them.
@@ -63,6 +71,14 @@ pub struct Api {
     pub(crate) representations: Arc<crate::represent::Representations>,
 }
 
+impl std::ops::Deref for Api {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl Api {
     /// The same API with rate limits (none by default): per credential, and on failed
     /// authentications per client IP. The limits live in this process, shared by the API's
@@ -72,13 +88,13 @@ impl Api {
     /// extensions as a [`std::net::SocketAddr`]; a server that mounts the API should do the
     /// same, or failed authentications go unlimited.
     pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
-        self.limits = Some(Arc::new(Limiters::new(limits)));
+        Arc::make_mut(&mut self.0).limits = Some(Arc::new(Limiters::new(limits)));
         self
     }
 
     /// The same API with `config`.
     pub fn with_config(mut self, config: HttpConfig) -> Self {
-        self.config = config;
+        Arc::make_mut(&mut self.0).config = config;
         self
     }
 

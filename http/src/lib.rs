@@ -128,14 +128,14 @@ pub fn openapi_document() -> &'static serde_json::Value {
 impl Api {
     /// The API over `service`, with the default [`HttpConfig`].
     pub fn new(service: Arc<Service>) -> Self {
-        Self {
+        Self(Arc::new(api::Shared {
             service,
             config: HttpConfig::default(),
             limits: None,
             openapi: openapi_document,
             metrics: Arc::new(metrics::RequestMetrics::new()),
             representations: Arc::new(represent::Representations::new()),
-        }
+        }))
     }
 
     /// Answers one request. Never fails: every error becomes a `{"detail": …}` response.
