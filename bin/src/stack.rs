@@ -169,7 +169,13 @@ where
 fn secure<B>(response: &mut Response<B>) {
     // Not on audio: a browser tab opening a recording URL builds a media document around it,
     // whose own loads the policy would govern.
-    let audio = content_type(response).is_some_and(|t| starts_with_ignore_case(t, "audio/"));
+    // The header's first bytes are all this needs: no UTF-8 check, parameters or trimming
+    // (a media type has no leading space).
+    let audio = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.as_bytes().get(..b"audio/".len()))
+        .is_some_and(|head| head.eq_ignore_ascii_case(b"audio/"));
     let headers = response.headers_mut();
     let policy = (!audio).then_some((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY));
     let fixed = [
