@@ -436,8 +436,38 @@ async fn the_sweep_deletes_entries_past_retention(ctx: &TestContext) {
     task.await.unwrap();
 }
 
+/// A change sent without an `X-Request-Id`, or with one the API does not accept, is recorded
+/// under the id the API generated and answered with.
+async fn a_generated_request_id_is_the_one_recorded(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let boot = ctx.bootstrap("Acme").await;
+    let admin = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
+    let mut answered = Vec::new();
+    for sent in [None, Some("has space"), Some("")] {
+        let mut req = admin
+            .request(Method::POST, "/api/agents")
+            .json(&agent_body("Ada"));
+        if let Some(sent) = sent {
+            req = req.header("X-Request-Id", sent);
+        }
+        let res = req.send().await.expect("answered");
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let id = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert_eq!(id.len(), 16, "a generated id: {id}");
+        answered.push(id);
+    }
+    answered.reverse();
+    let log = audit_log(&admin, "").await;
+    let recorded: Vec<&str> = log
+        .iter()
+        .map(|e| e["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(recorded, answered);
+}
+
 db_tests!(
     changes_are_recorded_with_actor_request_and_ip,
+    a_generated_request_id_is_the_one_recorded,
     secrets_never_reach_the_audit_log,
     the_log_is_for_admins_and_filters_work,
     an_entry_rolls_back_with_its_change,
