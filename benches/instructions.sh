@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Instructions per request of `/healthz` and of an agent read (`GET /api/agents/{id}` with an
 # API key), counted by valgrind's callgrind in the binary's own `serve` (SQLite, the request
-# log on, rate limits on at a limit never reached), driven by `wrk -c4` over real HTTP.
+# log on, rate limits on at a limit never reached), driven by `wrk -c4` over real HTTP; and of
+# the raw hyper server that `hot_read.sh` measures as the ceiling (`raw hyper`), so that the
+# share of it a change wins shows here too.
 #
 # A shared VM's CPU time per request moves by ±10 % between runs (benches/README.md); the
 # instruction count of the same build moves by well under 1 %, so this settles changes of a
@@ -25,6 +27,47 @@ if [ "$#" -eq 0 ]; then
         grep -o '"executable":"[^"]*hot_read-[^"]*"' | tail -1 | cut -d'"' -f4)
     set -- "$bin"
 fi
+
+# The instructions per request of `target` (`url` with the headers after it) on the process
+# `server`, running under callgrind with its output in `dir`.
+count() {
+    local bin=$1 dir=$2 server=$3 target=$4 url=$5
+    shift 5
+    wrk -t1 -c4 -d3s "$@" "$url" >/dev/null # warm, not counted
+    callgrind_control -z "$server" >/dev/null 2>&1
+    callgrind_control -i on "$server" >/dev/null 2>&1
+    local out requests
+    out=$(wrk -t1 -c4 -d6s "$@" "$url")
+    callgrind_control -i off "$server" >/dev/null 2>&1
+    callgrind_control -d "${target#/}" "$server" >/dev/null 2>&1
+    requests=$(grep -o '[0-9]* requests in' <<<"$out" | cut -d' ' -f1)
+    if grep -q 'Non-2xx' <<<"$out"; then
+        echo "$target answered errors: $out" >&2
+        exit 1
+    fi
+    local file total
+    file=$(ls -t "$dir"/callgrind.out.* | head -1)
+    total=$(grep '^totals:' "$file" | cut -d' ' -f2)
+    printf '%-10s %-40s %8d requests %8d instructions/request\n' \
+        "$target" "$(basename "$bin")" "$requests" $((total / requests))
+}
+
+# The raw hyper server of `bin` (`hot_read`'s child `static raw`), under `dir`.
+measure_raw() {
+    local bin=$1 dir=$2
+    rm -rf "$dir" && mkdir -p "$dir"
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/callgrind.out" \
+        "$bin" static raw 2>"$dir/server.log" &
+    local server=$! base=
+    for _ in $(seq 1 240); do
+        base=$(grep -o 'http://[0-9.:]*' "$dir/server.log" | head -1) && break
+        sleep 0.5
+    done
+    count "$bin" "$dir" "$server" raw "$base/"
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    rm -rf "$dir"
+}
 
 # `bin`'s instructions per request for one target, in a fresh database under `dir`.
 measure() {
@@ -56,23 +99,7 @@ measure() {
             url=$base/api/agents/$agent
             headers=(-H "X-API-Key: $key" -H "X-Organization-Id: $org")
         fi
-        wrk -t1 -c4 -d3s "${headers[@]}" "$url" >/dev/null # warm, not counted
-        callgrind_control -z "$server" >/dev/null 2>&1
-        callgrind_control -i on "$server" >/dev/null 2>&1
-        local out requests
-        out=$(wrk -t1 -c4 -d6s "${headers[@]}" "$url")
-        callgrind_control -i off "$server" >/dev/null 2>&1
-        callgrind_control -d "${target#/}" "$server" >/dev/null 2>&1
-        requests=$(grep -o '[0-9]* requests in' <<<"$out" | cut -d' ' -f1)
-        if grep -q 'Non-2xx' <<<"$out"; then
-            echo "$target answered errors: $out" >&2
-            exit 1
-        fi
-        local file total
-        file=$(ls -t "$dir"/callgrind.out.* | head -1)
-        total=$(grep '^totals:' "$file" | cut -d' ' -f2)
-        printf '%-10s %-40s %8d requests %8d instructions/request\n' \
-            "$target" "$(basename "$bin")" "$requests" $((total / requests))
+        count "$bin" "$dir" "$server" "$target" "$url" "${headers[@]}"
     done
     kill "$server"
     wait "$server" 2>/dev/null || true
@@ -81,6 +108,7 @@ measure() {
 
 port=18700
 for bin in "$@"; do
+    measure_raw "$bin" "$(mktemp -d)"
     measure "$bin" "$(mktemp -d)" $port
     port=$((port + 1))
 done
