@@ -176,9 +176,9 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         match self.console {
-            Some(console) if serves(req.uri().path()) => {
-                ConsoleFuture::Console(Some(console.respond(req.method(), req.uri().path())))
-            }
+            Some(console) if serves(req.uri().path()) => ConsoleFuture::Console(Some(Box::new(
+                console.respond(req.method(), req.uri().path()),
+            ))),
             _ => ConsoleFuture::Inner(self.inner.call(req)),
         }
     }
@@ -188,8 +188,9 @@ where
 /// console does not answer (not boxed again: the [`Api`](crate::Api)'s future is a box
 /// already, and a second one cost an allocation and a copy of every request).
 pub enum ConsoleFuture<F> {
-    /// The console's answer, taken by the first poll.
-    Console(Option<Response<ResponseBody>>),
+    /// The console's answer, taken by the first poll. Boxed, so that this future stays the
+    /// size of the inner one, which every layer above moves.
+    Console(Option<Box<Response<ResponseBody>>>),
     /// Any other request.
     Inner(F),
 }
@@ -203,7 +204,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
             Self::Console(answer) => match answer.take() {
-                Some(response) => Poll::Ready(Ok(response)),
+                Some(response) => Poll::Ready(Ok(*response)),
                 None => panic!("ConsoleFuture polled after it completed"),
             },
             Self::Inner(inner) => Pin::new(inner).poll(cx),
