@@ -56,7 +56,8 @@ pub async fn serve(
 /// Each connection speaks HTTP/1.1, or HTTP/2 when it opens with the HTTP/2 preface (h2c
 /// with prior knowledge; there is no `Upgrade: h2c` and no TLS here). It runs in its own
 /// task with `TCP_NODELAY` set; an HTTP/1.1 client must send each request header within
-/// [`HEADER_READ_TIMEOUT`], and a connection that sends no byte within that time is closed.
+/// [`HEADER_READ_TIMEOUT`] of the connection opening or of its previous answer being sent,
+/// and a connection that sends no byte within that time is closed.
 /// The service is cloned per request. Accept errors are logged and the loop goes on (after a
 /// short pause for errors such as `EMFILE`). When `shutdown` resolves the listener is
 /// closed, idle HTTP/1.1 keep-alive connections are closed, HTTP/2 connections get a
