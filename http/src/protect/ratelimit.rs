@@ -163,8 +163,53 @@ impl Budget {
             (RATELIMIT_REMAINING, u64::from(self.remaining)),
             (RATELIMIT_RESET, ceil_secs(self.reset)),
         ] {
-            headers.insert(name, HeaderValue::from(value));
+            headers.insert(name, number(value));
         }
+    }
+}
+
+/// The decimal digits of every number below 1,000, one after another: `0` to `9`, `10` to
+/// `99`, `100` to `999`.
+static DIGITS: [u8; 2890] = {
+    let mut digits = [0u8; 2890];
+    let mut n = 0;
+    let mut at = 0;
+    while n < 1000 {
+        let width = if n < 10 {
+            1
+        } else if n < 100 {
+            2
+        } else {
+            3
+        };
+        let mut rest = n;
+        let mut i = width;
+        while i > 0 {
+            i -= 1;
+            digits[at + i] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        at += width;
+        n += 1;
+    }
+    digits
+};
+
+/// `n` as a header value. Below 1,000, which a budget's numbers are with the default limits
+/// (a burst of 100), the digits are a slice of [`DIGITS`]: no allocation, and no reference
+/// count that every core would write when the value is dropped (an agent read with the
+/// default burst: 43,616 → 43,009 instructions).
+fn number(n: u64) -> HeaderValue {
+    let (start, width) = match n {
+        0..10 => (n, 1),
+        10..100 => (10 + (n - 10) * 2, 2),
+        100..1000 => (190 + (n - 100) * 3, 3),
+        _ => return HeaderValue::from(n),
+    };
+    let start = usize::try_from(start).unwrap_or_default();
+    match std::str::from_utf8(&DIGITS[start..start + width]) {
+        Ok(digits) => HeaderValue::from_static(digits),
+        Err(_) => HeaderValue::from(n),
     }
 }
 
@@ -347,6 +392,13 @@ pub(crate) fn peer_of(extensions: &http::Extensions) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numbers_are_written_as_their_decimal_digits() {
+        for n in (0..2000).chain([u64::from(u32::MAX), u64::MAX]) {
+            assert_eq!(super::number(n), n.to_string().as_str(), "{n}");
+        }
+    }
+
     use super::*;
 
     #[test]
