@@ -321,8 +321,11 @@ fn generate_request_id() -> HeaderValue {
     for (i, digit) in id.iter_mut().enumerate() {
         *digit = HEX[((n >> (60 - 4 * i)) & 0xf) as usize];
     }
-    // Hex digits are always a valid header value.
-    HeaderValue::from_bytes(&id).unwrap_or(HeaderValue::from_static("0000000000000000"))
+    // Owned by its bytes rather than copied into a `Vec`: the request clones the value (for
+    // its extensions), and cloning a copied one allocates to share it. Hex digits are always
+    // a valid header value.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(id))
+        .unwrap_or(HeaderValue::from_static("0000000000000000"))
 }
 
 impl<B> tower_service::Service<Request<B>> for Api
