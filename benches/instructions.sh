@@ -60,7 +60,9 @@ measure_raw() {
         "$bin" static raw 2>"$dir/server.log" &
     local server=$! base=
     for _ in $(seq 1 240); do
-        base=$(grep -o 'http://[0-9.:]*' "$dir/server.log" | head -1) && break
+        # The line may be half written (stderr is unbuffered): ready once its address answers.
+        base=$(grep -oE 'http://[0-9.]+:[0-9]+' "$dir/server.log" | head -1) &&
+            curl -sf -o /dev/null "$base/" && break
         sleep 0.5
     done
     count "$bin" "$dir" "$server" raw "$base/"
