@@ -144,13 +144,19 @@ pub(crate) async fn run(
         Auth::Provider => return provider_webhook(api, op, captures, parts, body).await,
         Auth::None | Auth::Invitee => {}
     }
-    let result = match idempotency::key_of(&parts.headers) {
-        Err(e) if parts.method == Method::POST => Err(e),
-        Ok(Some(key)) if parts.method == Method::POST => match scope_of(&parts) {
+    // Only a POST reads its `Idempotency-Key` (other methods ignore it, however it is sent).
+    let key = if parts.method == Method::POST {
+        idempotency::key_of(&parts.headers)
+    } else {
+        Ok(None)
+    };
+    let result = match key {
+        Err(e) => Err(e),
+        Ok(Some(key)) => match scope_of(&parts) {
             Some(scope) => idempotency::run(api, op, captures, parts, body, scope, key).await,
             None => conditional::run(api, op, captures, parts, body).await,
         },
-        _ => conditional::run(api, op, captures, parts, body).await,
+        Ok(None) => conditional::run(api, op, captures, parts, body).await,
     };
     let Some(budget) = budget else {
         return result;
