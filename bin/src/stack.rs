@@ -15,6 +15,9 @@
 //! 3. CORS, only when `http.cors_allowed_origins` is set: a preflight (`OPTIONS` with `Origin`
 //!    and `Access-Control-Request-Method`) is answered here with 204 and never reaches the
 //!    adapter; other requests get `Access-Control-Allow-Origin` when their origin is allowed.
+//!
+//! The first two are one stage, [`Finishing`], which reads the response's headers once for
+//! both.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -116,89 +119,193 @@ where
         Some(origins) => CorsStage::On(cors_layer(origins).layer(inner)),
         None => CorsStage::Off(inner),
     };
-    Ok(Secured {
-        inner: Compress { inner: cors },
-    })
+    Ok(Finishing { inner: cors })
 }
 
-/// Sets the security headers (module documentation, 1.) a response lacks, as four of
-/// tower-http's `SetResponseHeader` layers did, in one layer: each was a service and a future
-/// of its own around every request.
+/// Finishes every response: sets the security headers (module documentation, 1.) it lacks
+/// and compresses it when it should be (2.). One stage rather than a layer for each (four of
+/// tower-http's `SetResponseHeader` and a compression layer were each a service and a future
+/// around every request), reading the response's headers once for both: each lookup by name
+/// hashes the name, and there were nine.
 #[derive(Clone)]
-pub struct Secured<S> {
+pub struct Finishing<S> {
     inner: S,
 }
 
-impl<S, B> Service<Request<B>> for Secured<S>
+impl<S, B> Service<Request<B>> for Finishing<S>
 where
     S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
     S::Future: Unpin,
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
-    type Future = SecuredFuture<S::Future>;
+    type Future = FinishingFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        SecuredFuture(self.inner.call(req))
+        // Kept only when sent: an empty Vec does not allocate.
+        let accept = req
+            .headers()
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .cloned()
+            .collect();
+        FinishingFuture {
+            inner: self.inner.call(req),
+            accept,
+        }
     }
 }
 
-/// The future of [`Secured`].
-pub struct SecuredFuture<F>(F);
+/// The future of [`Finishing`].
+pub struct FinishingFuture<F> {
+    inner: F,
+    /// The request's `Accept-Encoding` values.
+    accept: Vec<HeaderValue>,
+}
 
-impl<F> Future for SecuredFuture<F>
+impl<F> Future for FinishingFuture<F>
 where
     F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
 {
     type Output = Result<Response<ResponseBody>, Infallible>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Poll::Ready(Ok(mut response)) = Pin::new(&mut self.0).poll(cx) else {
+        let Poll::Ready(Ok(mut response)) = Pin::new(&mut self.inner).poll(cx) else {
             return Poll::Pending;
         };
-        secure(&mut response);
-        Poll::Ready(Ok(response))
+        let seen = Seen::of(response.headers());
+        secure_as(&mut response, &seen);
+        if !seen.compress(&response) {
+            return Poll::Ready(Ok(response));
+        }
+        let accept = std::mem::take(&mut self.accept);
+        Poll::Ready(Ok(compress(response, accept, cx)))
     }
 }
 
-/// Sets each security header `response` lacks.
-fn secure<B>(response: &mut Response<B>) {
-    // Not on audio: a browser tab opening a recording URL builds a media document around it,
-    // whose own loads the policy would govern.
-    // The header's first bytes are all this needs: no UTF-8 check, parameters or trimming
-    // (a media type has no leading space).
-    let audio = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.as_bytes().get(..b"audio/".len()))
-        .is_some_and(|head| head.eq_ignore_ascii_case(b"audio/"));
-    let headers = response.headers_mut();
-    let policy = (!audio).then_some((header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY));
-    let fixed = [
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
-    ];
-    for (name, value) in fixed.into_iter().chain(policy) {
-        if let header::Entry::Vacant(entry) = headers.entry(name) {
-            entry.insert(HeaderValue::from_static(value));
+/// The security headers, in the order of [`Seen::set`]; the policy goes only on what is not
+/// audio.
+const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::REFERRER_POLICY, "no-referrer"),
+    (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+];
+
+/// What finishing a response depends on, read in one pass over its headers (the first value
+/// of each, as `HeaderMap::get` would give).
+#[derive(Debug, Default)]
+struct Seen {
+    /// Which of [`SECURITY_HEADERS`] the response sets itself.
+    set: [bool; 4],
+    content_type: ContentType,
+    /// The declared `Content-Length`, when it is a number.
+    length: Option<u64>,
+    /// A `Content-Encoding` or `Content-Range`: tower-http passes such a body as it is (and
+    /// so does [`Finishing`]).
+    encoded: bool,
+}
+
+/// What a response's `Content-Type` says to finishing it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ContentType {
+    /// None sent, or one that is neither of the others.
+    #[default]
+    Other,
+    /// `audio/*`: no Content-Security-Policy, no compression.
+    Audio,
+    /// JSON (`application/json`, `…+json`) or text (`text/*` but event streams).
+    Compressible,
+}
+
+impl Seen {
+    fn of(headers: &http::HeaderMap) -> Self {
+        let mut seen = Self::default();
+        let mut typed = false;
+        let mut sized = false;
+        for (name, value) in headers {
+            // By the name's text: a standard name's is a table lookup, and a match on text
+            // compares lengths first.
+            match name.as_str() {
+                "x-content-type-options" => seen.set[0] = true,
+                "x-frame-options" => seen.set[1] = true,
+                "referrer-policy" => seen.set[2] = true,
+                "content-security-policy" => seen.set[3] = true,
+                "content-encoding" | "content-range" => seen.encoded = true,
+                "content-type" if !std::mem::replace(&mut typed, true) => {
+                    seen.content_type = ContentType::of(value);
+                }
+                "content-length" if !std::mem::replace(&mut sized, true) => {
+                    seen.length = value.to_str().ok().and_then(|v| v.parse().ok());
+                }
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    /// Whether [`JsonOrText`] compresses `response`, whose headers these are.
+    fn compressible<B: http_body::Body>(&self, response: &Response<B>) -> bool {
+        if response.status() == StatusCode::PARTIAL_CONTENT
+            || self.content_type != ContentType::Compressible
+        {
+            return false;
+        }
+        // A HEAD answer declares the GET's length with an empty body: the header first.
+        self.length
+            .or_else(|| response.body().size_hint().exact())
+            .is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
+    }
+
+    /// Whether [`Finishing`] hands `response` to the compression.
+    fn compress<B: http_body::Body>(&self, response: &Response<B>) -> bool {
+        !self.encoded && self.compressible(response)
+    }
+}
+
+impl ContentType {
+    fn of(value: &HeaderValue) -> Self {
+        // The media type without parameters; a media type has no leading space.
+        let Ok(value) = value.to_str() else {
+            return Self::Other;
+        };
+        let t = value.split(';').next().unwrap_or_default().trim();
+        if starts_with_ignore_case(t, "audio/") {
+            Self::Audio
+        } else if t.eq_ignore_ascii_case("application/json")
+            || (starts_with_ignore_case(t, "application/") && ends_with_ignore_case(t, "+json"))
+            || (starts_with_ignore_case(t, "text/") && !t.eq_ignore_ascii_case("text/event-stream"))
+        {
+            Self::Compressible
+        } else {
+            Self::Other
         }
     }
 }
 
-/// The media type of `response` (`application/json`) without parameters, as sent: compare
-/// it ignoring ASCII case.
-fn content_type<B>(response: &Response<B>) -> Option<&str> {
-    let value = response
-        .headers()
-        .get(header::CONTENT_TYPE)?
-        .to_str()
-        .ok()?;
-    Some(value.split(';').next().unwrap_or_default().trim())
+/// Sets each security header `response` lacks.
+#[cfg(test)]
+fn secure<B>(response: &mut Response<B>) {
+    let seen = Seen::of(response.headers());
+    secure_as(response, &seen);
+}
+
+/// Sets each security header `response` lacks, as `seen` found them. Not the policy on
+/// audio: a browser tab opening a recording URL builds a media document around it, whose own
+/// loads the policy would govern.
+fn secure_as<B>(response: &mut Response<B>, seen: &Seen) {
+    let headers = response.headers_mut();
+    let audio = seen.content_type == ContentType::Audio;
+    for (i, (name, value)) in SECURITY_HEADERS.into_iter().enumerate() {
+        let wanted = i != 3 || !audio;
+        if wanted && !seen.set[i] {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+    }
 }
 
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
@@ -245,107 +352,37 @@ impl Predicate for JsonOrText {
     where
         B: http_body::Body,
     {
-        if response.status() == StatusCode::PARTIAL_CONTENT {
-            return false;
-        }
-        // A HEAD answer declares the GET's length with an empty body: read the header first.
-        // The size goes first, as most answers (an agent, a health check) are below it.
-        let size = response
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .or_else(|| response.body().size_hint().exact());
-        size.is_none_or(|n| n >= MIN_COMPRESSED_BYTES)
-            && content_type(response).is_some_and(|t| {
-                t.eq_ignore_ascii_case("application/json")
-                    || (starts_with_ignore_case(t, "application/")
-                        && ends_with_ignore_case(t, "+json"))
-                    || (starts_with_ignore_case(t, "text/")
-                        && !t.eq_ignore_ascii_case("text/event-stream"))
-            })
+        Seen::of(response.headers()).compressible(response)
     }
 }
 
-/// Compression as [`JsonOrText`] says, by tower-http's `Compression` (which negotiates the
-/// encoding from `Accept-Encoding`, sets `Content-Encoding` and `Vary`), applied only to the
-/// responses it concerns: the others pass through untouched, and the compressed ones are
-/// boxed, so that the stack's body stays [`ResponseBody`].
-#[derive(Clone)]
-struct Compress<S> {
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for Compress<S>
-where
-    S: Service<Request<B>, Response = Response<ResponseBody>, Error = Infallible>,
-    S::Future: Unpin,
-{
-    type Response = Response<ResponseBody>;
-    type Error = Infallible;
-    type Future = CompressFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        // Kept only when sent: an empty Vec does not allocate.
-        let accept = req
-            .headers()
-            .get_all(header::ACCEPT_ENCODING)
-            .iter()
-            .cloned()
-            .collect();
-        CompressFuture {
-            inner: self.inner.call(req),
-            accept,
-        }
-    }
-}
-
-/// The future of [`Compress`].
-struct CompressFuture<F> {
-    inner: F,
+/// `response` compressed as `accept` (the request's `Accept-Encoding`) prefers, by
+/// tower-http's `Compression` (which negotiates the encoding, sets `Content-Encoding` and
+/// `Vary`) around a service that answers it, its body boxed so that the stack's stays
+/// [`ResponseBody`]. Only what [`JsonOrText`] compresses gets here: the others pass untouched.
+fn compress(
+    response: Response<ResponseBody>,
     accept: Vec<HeaderValue>,
-}
-
-impl<F> Future for CompressFuture<F>
-where
-    F: Future<Output = Result<Response<ResponseBody>, Infallible>> + Unpin,
-{
-    type Output = Result<Response<ResponseBody>, Infallible>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Poll::Ready(Ok(response)) = Pin::new(&mut self.inner).poll(cx) else {
-            return Poll::Pending;
-        };
-        // The checks tower-http's own future makes first, then ours.
-        let headers = response.headers();
-        if headers.contains_key(header::CONTENT_ENCODING)
-            || headers.contains_key(header::CONTENT_RANGE)
-            || !JsonOrText.should_compress(&response)
-        {
-            return Poll::Ready(Ok(response));
+    cx: &mut Context<'_>,
+) -> Response<ResponseBody> {
+    let mut request = Request::new(());
+    for value in accept {
+        request.headers_mut().append(header::ACCEPT_ENCODING, value);
+    }
+    let mut compressed = Compression::new(Answer(Some(response)))
+        .compress_when(JsonOrText)
+        .call(request);
+    // `Answer` is ready at once, and so is the compression's future around it.
+    match Pin::new(&mut compressed).poll(cx) {
+        Poll::Ready(Ok(response)) => {
+            response.map(|body| body.map_err(BoxError::from).boxed_unsync())
         }
-        let mut request = Request::new(());
-        for value in std::mem::take(&mut self.accept) {
-            request.headers_mut().append(header::ACCEPT_ENCODING, value);
-        }
-        let mut compressed = Compression::new(Answer(Some(response)))
-            .compress_when(JsonOrText)
-            .call(request);
-        // `Answer` is ready at once, and so is the compression's future around it.
-        match Pin::new(&mut compressed).poll(cx) {
-            Poll::Ready(Ok(response)) => Poll::Ready(Ok(
-                response.map(|body| body.map_err(BoxError::from).boxed_unsync())
-            )),
-            Poll::Ready(Err(never)) => match never {},
-            Poll::Pending => {
-                tracing::error!("the compression of a complete response did not finish at once");
-                let mut response = Response::new(ResponseBody::default());
-                *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                Poll::Ready(Ok(response))
-            }
+        Poll::Ready(Err(never)) => match never {},
+        Poll::Pending => {
+            tracing::error!("the compression of a complete response did not finish at once");
+            let mut response = Response::new(ResponseBody::default());
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response
         }
     }
 }

@@ -150,6 +150,12 @@ fn the_http_stack_over_a_real_listener() {
                 "{vary:?}"
             );
             assert_eq!(header(&resp, "content-length"), None);
+            // Compressed in the same stage that sets the security headers: they are kept.
+            assert_eq!(header(&resp, "x-frame-options").as_deref(), Some("DENY"));
+            assert_eq!(
+                header(&resp, "content-security-policy").as_deref(),
+                Some("default-src 'none'; frame-ancestors 'none'")
+            );
             let squeezed = resp.bytes().await.unwrap();
             assert!(squeezed.len() * 3 < plain_len, "{encoding}: {} of {plain_len}", squeezed.len());
             let decoded: Value = serde_json::from_slice(&decode(&squeezed)).unwrap();
