@@ -64,7 +64,7 @@ impl fmt::Debug for ApiKeySecret {
 /// Whether `s` has the shape of an API key secret.
 pub fn is_well_formed_secret(s: &str) -> bool {
     s.strip_prefix(API_KEY_SECRET_PREFIX).is_some_and(|body| {
-        body.len() == SECRET_BODY_LEN && body.bytes().all(|b| b.is_ascii_alphanumeric())
+        body.len() == SECRET_BODY_LEN && crate::ids::every_byte(body, |b| b.is_ascii_alphanumeric())
     })
 }
 
