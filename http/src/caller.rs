@@ -18,11 +18,21 @@ pub(crate) struct Authenticated(pub(crate) Actor);
 /// proxy reports when rate limits name trusted proxies) and the preconditions of a
 /// conditional write.
 pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
+    request_context_from(parts, client_ip(api, parts))
+}
+
+/// The client's address: the peer, or what a trusted proxy reports when rate limits name
+/// trusted proxies.
+pub(crate) fn client_ip(api: &Api, parts: &Parts) -> Option<std::net::IpAddr> {
     let peer = ratelimit::peer_of(&parts.extensions);
-    let ip = match api.limits.as_deref() {
+    match api.limits.as_deref() {
         Some(limits) => limits.client_ip(peer, &parts.headers),
         None => peer,
-    };
+    }
+}
+
+/// [`request_context`] with the client's address already found by [`client_ip`].
+pub(crate) fn request_context_from(parts: &Parts, ip: Option<std::net::IpAddr>) -> RequestContext {
     RequestContext {
         request_id: parts
             .extensions
