@@ -304,7 +304,11 @@ impl<W: fmt::Write> TextVisitor<W> {
 impl<W: fmt::Write> Visit for TextVisitor<W> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
-            self.field(field, format_args!("{value}"));
+            if self.result.is_ok() {
+                self.result = self
+                    .name(field)
+                    .and_then(|()| Escaped(&mut self.w).write_str(value));
+            }
         } else if value
             .bytes()
             .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
