@@ -204,9 +204,13 @@ async fn deployments_split_calls_by_weight(ctx: &TestContext) {
             assert_eq!(again.version_for(&call.call_sid), Some(version));
         }
     }
+    // Call ids are random, so the count is binomial (1,000 draws at 1/2, standard deviation
+    // 15.8): ±50 failed about one run in 600 per database. ±79 is five deviations (about one
+    // in 1.7 million) and still refuses a 25/75 split; the split's accuracy itself is checked
+    // on fixed ids in `core/src/model/agents.rs`.
     for version in [1, 2] {
         let n = by_version[&version];
-        assert!((450..=550).contains(&n), "version {version}: {n} of 1000");
+        assert!((421..=579).contains(&n), "version {version}: {n} of 1000");
     }
     let (_, stats) = c.get("/api/calls/stats?group_by=agent_version").await;
     let groups: HashMap<String, i64> = stats["data"]["groups"]
