@@ -50,6 +50,13 @@ pub(crate) struct Cx {
     pub(crate) parts: Parts,
 }
 
+impl Drop for Cx {
+    fn drop(&mut self) {
+        // The request's headers are done with: their map answers a later request.
+        crate::response::recycle(std::mem::take(&mut self.parts.headers));
+    }
+}
+
 impl Cx {
     /// The service every operation calls.
     pub(crate) fn service(&self) -> &Service {
