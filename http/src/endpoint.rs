@@ -52,8 +52,8 @@ pub(crate) struct Cx {
 
 impl Drop for Cx {
     fn drop(&mut self) {
-        // The request's headers are done with: their map answers a later request.
-        crate::response::recycle(std::mem::take(&mut self.parts.headers));
+        // The request is done with: its maps serve a later one.
+        crate::recycle::keep(&mut self.parts);
     }
 }
 

@@ -83,6 +83,7 @@ pub mod operation;
 pub mod ops;
 mod protect;
 mod query;
+mod recycle;
 mod represent;
 mod response;
 mod serve;

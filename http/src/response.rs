@@ -30,55 +30,11 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
         .boxed_unsync()
 }
 
-/// Room for what the layers add to a response on the way out (the request id, rate-limit and
-/// security headers: 11 on an agent read), so that its map is not grown and rehashed on the way.
-const RESPONSE_HEADERS: usize = 12;
-
-/// Most header maps a thread keeps for answers to come.
-const KEPT_MAPS: usize = 4;
-
-thread_local! {
-    static HEADER_MAPS: std::cell::RefCell<Vec<http::HeaderMap>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Keeps `headers`, a request's that is done with, emptied, for [`json_bytes`] to answer with.
-///
-/// hyper hands the map of each answer it wrote, emptied, to the next request it reads on the
-/// connection, and the request's map was dropped when its operation finished: every request
-/// freed two allocations and every answer made two (about 600 instructions of a request).
-/// Kept here, a map goes round: answer, hyper, request, answer. Only a map with room for an
-/// answer and not much more is kept, a few per thread.
-pub(crate) fn recycle(mut headers: http::HeaderMap) {
-    if !(RESPONSE_HEADERS..=4 * RESPONSE_HEADERS).contains(&headers.capacity()) {
-        return;
-    }
-    headers.clear();
-    // Not while the pool is borrowed (a drop inside a drop), nor after the thread's storage
-    // is gone: the map is simply dropped then.
-    let _ = HEADER_MAPS.try_with(|maps| {
-        if let Ok(mut maps) = maps.try_borrow_mut()
-            && maps.len() < KEPT_MAPS
-        {
-            maps.push(headers);
-        }
-    });
-}
-
-/// An empty map with room for [`RESPONSE_HEADERS`]: a kept one, else a new one.
-fn response_headers() -> http::HeaderMap {
-    HEADER_MAPS
-        .try_with(|maps| maps.try_borrow_mut().ok()?.pop())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| http::HeaderMap::with_capacity(RESPONSE_HEADERS))
-}
-
 /// `bytes`, JSON already, as a response with `status`.
 fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response<ResponseBody> {
     let mut response = Response::new(full(bytes));
     *response.status_mut() = status;
-    *response.headers_mut() = response_headers();
+    *response.headers_mut() = crate::recycle::headers();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -326,40 +282,6 @@ mod tests {
     use serde_json::{Value, json as j};
 
     use super::*;
-
-    /// A request's map that is done with answers the next response on the thread, emptied;
-    /// a map too small for an answer, or one much larger, is not kept.
-    #[test]
-    fn a_requests_header_map_answers_the_next_response_emptied() {
-        HEADER_MAPS.with_borrow_mut(Vec::clear);
-        let mut request = http::HeaderMap::with_capacity(RESPONSE_HEADERS);
-        request.insert("x-api-key", HeaderValue::from_static("vp_secret"));
-        request.append("accept", HeaderValue::from_static("a"));
-        request.append("accept", HeaderValue::from_static("b"));
-        let kept = request.capacity();
-        recycle(request);
-        let response = json_bytes(StatusCode::OK, "{}");
-        assert_eq!(response.headers().capacity(), kept, "the kept map");
-        assert_eq!(response.headers().len(), 1, "only its content type");
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
-        assert!(response.headers().get("x-api-key").is_none());
-
-        for unfit in [
-            http::HeaderMap::with_capacity(2),
-            http::HeaderMap::with_capacity(8 * RESPONSE_HEADERS),
-        ] {
-            let capacity = unfit.capacity();
-            recycle(unfit);
-            assert_ne!(
-                json_bytes(StatusCode::OK, "{}").headers().capacity(),
-                capacity
-            );
-        }
-        for _ in 0..2 * KEPT_MAPS {
-            recycle(http::HeaderMap::with_capacity(RESPONSE_HEADERS));
-        }
-        assert_eq!(HEADER_MAPS.with_borrow(Vec::len), KEPT_MAPS);
-    }
 
     async fn body(r: Response<ResponseBody>) -> Value {
         let bytes = r.into_body().collect().await.unwrap().to_bytes();

@@ -352,7 +352,12 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        req.extensions_mut().insert(self.peer);
+        let extensions = req.extensions_mut();
+        if extensions.is_empty() {
+            // One whose map is allocated already, when an earlier request left one.
+            *extensions = crate::recycle::extensions();
+        }
+        extensions.insert(self.peer);
         let in_flight = InFlight::begin(&self.activity);
         Answering {
             inner: self.inner.call(req),
