@@ -149,7 +149,13 @@ impl Api {
     /// once the route is resolved), `status` and `latency_ms`; at the end one `request
     /// completed` event is emitted at INFO, or at WARN for a 5xx, and the request is counted
     /// in the [`metrics`] of the adapter.
-    pub async fn handle<B>(&self, mut req: Request<B>) -> Response<ResponseBody>
+    ///
+    /// The span opens and the route is resolved when this is called; the future owns what it
+    /// needs (it does not borrow the API), so it can be spawned.
+    pub fn handle<B>(
+        &self,
+        mut req: Request<B>,
+    ) -> impl Future<Output = Response<ResponseBody>> + Send + 'static
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -171,61 +177,32 @@ impl Api {
             status = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
         );
-        let handled = async {
-            let is_api = is_api_path(req.uri().path());
+        let finish = Finish {
+            start,
+            request_id,
+            operation: resolved
+                .as_ref()
+                .map_or(metrics::UNMATCHED, |(op, _)| op.id),
+            is_api: is_api_path(req.uri().path()),
             // A refused request may leave its body unread; the client must not reuse the
             // connection for its next request (it would race the server closing it).
-            let has_body = req.headers().contains_key(header::TRANSFER_ENCODING)
+            has_body: req.headers().contains_key(header::TRANSFER_ENCODING)
                 || req
                     .headers()
                     .get(header::CONTENT_LENGTH)
-                    .is_some_and(|v| v.as_bytes() != b"0");
-            let is_head = req.method() == http::Method::HEAD;
-            let operation = resolved
-                .as_ref()
-                .map_or(metrics::UNMATCHED, |(op, _)| op.id);
-            // Boxed: its state (every stage down to the handler's call) is kilobytes, which
-            // each future above would otherwise copy as it first polls the one below.
-            let mut response = match Box::pin(self.route(req, resolved)).await {
-                Ok(response) => response,
-                Err(err) => err.into_response(),
-            };
-            if is_head {
-                response = response::without_body(response);
-            }
-            if has_body && response.status().is_client_error() {
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            if is_api {
-                response
-                    .headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            }
-            response.headers_mut().insert(REQUEST_ID, request_id);
-            response.headers_mut().insert(
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            );
-            let status = response.status();
-            let latency = start.elapsed();
-            record_outcome(&span, status, latency);
-            self.metrics.record(operation, status, latency);
-            // The message as a `&str` value rather than format arguments: a subscriber writes
-            // it as it is, where arguments go through `core::fmt` (about 200 instructions).
-            if status.is_server_error() {
-                tracing::warn!(message = "request completed");
-            } else {
-                tracing::info!(message = "request completed");
-            }
-            response
+                    .is_some_and(|v| v.as_bytes() != b"0"),
+            is_head: req.method() == http::Method::HEAD,
         };
-        InSpan {
-            span: &span,
-            inner: handled,
+        let api = self.clone();
+        Handling {
+            // Boxed: its state (every stage down to the handler's call) is kilobytes, which
+            // each future above would otherwise copy as it first polls the one below. Made
+            // here, it holds the request once; an `async` body around it held it again.
+            // The API comes back with the answer, for its metrics: one clone per request.
+            inner: Box::pin(async move { (api.route(req, resolved).await, api) }),
+            span,
+            finish: Some(finish),
         }
-        .await
     }
 
     /// Runs `req` as `resolved` says.
@@ -254,26 +231,89 @@ impl Api {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// `inner`, run inside `span`: entered at every poll, as tracing's `Instrumented` does,
-    /// but borrowing the span rather than owning it. The request's future records its outcome
-    /// in the span it borrows too, where it would otherwise find it with `Span::current()` and
-    /// clone it; and `Instrumented` enters its span once more to drop a future already done.
-    /// Together that was about 800 instructions of a request.
-    struct InSpan<'s, F> {
-        span: &'s tracing::Span,
-        #[pin]
-        inner: F,
+/// The future of [`Api::handle`]: the request's route, run inside its span, entered at every
+/// poll as tracing's `Instrumented` does; once answered, still inside the span, the answer's
+/// own headers, the outcome recorded in the span, the metrics and the request's line.
+///
+/// Hand-written rather than an `async` body in an instrumented span: the span is recorded
+/// in directly, where the body found it again with `Span::current()` and cloned it, and
+/// `Instrumented` entered its span once more to drop a future already done (together about
+/// 800 instructions); and the request is moved once, into the route's box.
+struct Handling<F> {
+    inner: Pin<Box<F>>,
+    span: tracing::Span,
+    /// Taken when the answer is ready.
+    finish: Option<Finish>,
+}
+
+/// What finishing an answer needs from its request.
+struct Finish {
+    start: Instant,
+    request_id: HeaderValue,
+    operation: &'static str,
+    is_api: bool,
+    has_body: bool,
+    is_head: bool,
+}
+
+impl<F> Future for Handling<F>
+where
+    F: Future<Output = (Result<Response<ResponseBody>, ApiError>, Api)>,
+{
+    type Output = Response<ResponseBody>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let _entered = this.span.enter();
+        let Poll::Ready((answered, api)) = this.inner.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        let response = answered.unwrap_or_else(ApiError::into_response);
+        Poll::Ready(match this.finish.take() {
+            Some(finish) => finish.answer(&this.span, &api, response),
+            // Polled again after it answered: a bug of the caller's; answer nothing more.
+            None => response,
+        })
     }
 }
 
-impl<F: Future> Future for InSpan<'_, F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let _entered = this.span.enter();
-        this.inner.poll(cx)
+impl Finish {
+    fn answer(
+        self,
+        span: &tracing::Span,
+        api: &Api,
+        mut response: Response<ResponseBody>,
+    ) -> Response<ResponseBody> {
+        if self.is_head {
+            response = response::without_body(response);
+        }
+        if self.has_body && response.status().is_client_error() {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if self.is_api {
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
+        response.headers_mut().insert(REQUEST_ID, self.request_id);
+        response.headers_mut().insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        let status = response.status();
+        let latency = self.start.elapsed();
+        record_outcome(span, status, latency);
+        api.metrics.record(self.operation, status, latency);
+        // The message as a `&str` value rather than format arguments: a subscriber writes
+        // it as it is, where arguments go through `core::fmt` (about 200 instructions).
+        if status.is_server_error() {
+            tracing::warn!(message = "request completed");
+        } else {
+            tracing::info!(message = "request completed");
+        }
+        response
     }
 }
 
@@ -346,7 +386,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let api = self.clone();
-        Box::pin(async move { Ok(api.handle(req).await) })
+        let handling = self.handle(req);
+        Box::pin(async move { Ok(handling.await) })
     }
 }
