@@ -201,7 +201,7 @@ impl Api {
             // The API comes back with the answer, for its metrics: one clone per request.
             inner: Box::pin(async move { (api.route(req, resolved).await, api) }),
             span,
-            finish: Some(finish),
+            finish,
         }
     }
 
@@ -242,8 +242,7 @@ impl Api {
 struct Handling<F> {
     inner: Pin<Box<F>>,
     span: tracing::Span,
-    /// Taken when the answer is ready.
-    finish: Option<Finish>,
+    finish: Finish,
 }
 
 /// What finishing an answer needs from its request.
@@ -269,17 +268,14 @@ where
             return Poll::Pending;
         };
         let response = answered.unwrap_or_else(ApiError::into_response);
-        Poll::Ready(match this.finish.take() {
-            Some(finish) => finish.answer(&this.span, &api, response),
-            // Polled again after it answered: a bug of the caller's; answer nothing more.
-            None => response,
-        })
+        // Polled again, the route's future panics, as any `async` body does once done.
+        Poll::Ready(this.finish.answer(&this.span, &api, response))
     }
 }
 
 impl Finish {
     fn answer(
-        self,
+        &mut self,
         span: &tracing::Span,
         api: &Api,
         mut response: Response<ResponseBody>,
@@ -297,7 +293,8 @@ impl Finish {
                 .headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
-        response.headers_mut().insert(REQUEST_ID, self.request_id);
+        let request_id = std::mem::replace(&mut self.request_id, HeaderValue::from_static(""));
+        response.headers_mut().insert(REQUEST_ID, request_id);
         response.headers_mut().insert(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
