@@ -269,14 +269,20 @@ impl Seen {
 
 impl ContentType {
     fn of(value: &HeaderValue) -> Self {
+        // Audio by its first bytes, whatever bytes its parameters hold.
+        if value
+            .as_bytes()
+            .get(..b"audio/".len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(b"audio/"))
+        {
+            return Self::Audio;
+        }
         // The media type without parameters; a media type has no leading space.
         let Ok(value) = value.to_str() else {
             return Self::Other;
         };
         let t = value.split(';').next().unwrap_or_default().trim();
-        if starts_with_ignore_case(t, "audio/") {
-            Self::Audio
-        } else if t.eq_ignore_ascii_case("application/json")
+        if t.eq_ignore_ascii_case("application/json")
             || (starts_with_ignore_case(t, "application/") && ends_with_ignore_case(t, "+json"))
             || (starts_with_ignore_case(t, "text/") && !t.eq_ignore_ascii_case("text/event-stream"))
         {

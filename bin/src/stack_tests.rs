@@ -235,6 +235,14 @@ fn audio_gets_no_content_security_policy() {
     );
     assert_eq!(with("audio/wav"), None);
     assert_eq!(with("Audio/MPEG"), None);
+    // Told by its first bytes, whatever bytes (not UTF-8 here) its parameters hold.
+    let mut named = response(200, "audio/wav", 0);
+    named.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_bytes(b"audio/wav; title=caf\xe9").unwrap(),
+    );
+    secure(&mut named);
+    assert_eq!(named.headers().get(header::CONTENT_SECURITY_POLICY), None);
 }
 
 #[test]
