@@ -187,13 +187,18 @@ where
     }
 }
 
-/// The security headers, in the order of [`Seen::set`]; the policy goes only on what is not
-/// audio.
-const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
-    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-    (header::X_FRAME_OPTIONS, "DENY"),
-    (header::REFERRER_POLICY, "no-referrer"),
-    (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+/// The security headers, in the order of [`Seen::set`], each with whether audio gets it: not
+/// the policy, since a browser tab opening a recording URL builds a media document around it,
+/// whose own loads the policy would govern.
+const SECURITY_HEADERS: [(HeaderName, &str, bool); 4] = [
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff", true),
+    (header::X_FRAME_OPTIONS, "DENY", true),
+    (header::REFERRER_POLICY, "no-referrer", true),
+    (
+        header::CONTENT_SECURITY_POLICY,
+        CONTENT_SECURITY_POLICY,
+        false,
+    ),
 ];
 
 /// What finishing a response depends on, read in one pass over its headers (the first value
@@ -270,11 +275,7 @@ impl Seen {
 impl ContentType {
     fn of(value: &HeaderValue) -> Self {
         // Audio by its first bytes, whatever bytes its parameters hold.
-        if value
-            .as_bytes()
-            .get(..b"audio/".len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(b"audio/"))
-        {
+        if starts_with_ignore_case(value.as_bytes(), b"audio/") {
             return Self::Audio;
         }
         // The media type without parameters; a media type has no leading space.
@@ -283,8 +284,10 @@ impl ContentType {
         };
         let t = value.split(';').next().unwrap_or_default().trim();
         if t.eq_ignore_ascii_case("application/json")
-            || (starts_with_ignore_case(t, "application/") && ends_with_ignore_case(t, "+json"))
-            || (starts_with_ignore_case(t, "text/") && !t.eq_ignore_ascii_case("text/event-stream"))
+            || (starts_with_ignore_case(t.as_bytes(), b"application/")
+                && ends_with_ignore_case(t, "+json"))
+            || (starts_with_ignore_case(t.as_bytes(), b"text/")
+                && !t.eq_ignore_ascii_case("text/event-stream"))
         {
             Self::Compressible
         } else {
@@ -300,21 +303,19 @@ fn secure<B>(response: &mut Response<B>) {
     secure_as(response, &seen);
 }
 
-/// Sets each security header `response` lacks, as `seen` found them. Not the policy on
-/// audio: a browser tab opening a recording URL builds a media document around it, whose own
-/// loads the policy would govern.
+/// Sets each security header `response` lacks, as `seen` found them.
 fn secure_as<B>(response: &mut Response<B>, seen: &Seen) {
     let headers = response.headers_mut();
     let audio = seen.content_type == ContentType::Audio;
-    for (i, (name, value)) in SECURITY_HEADERS.into_iter().enumerate() {
-        let wanted = i != 3 || !audio;
-        if wanted && !seen.set[i] {
+    for ((name, value, on_audio), set) in SECURITY_HEADERS.into_iter().zip(seen.set) {
+        if !set && (on_audio || !audio) {
             headers.insert(name, HeaderValue::from_static(value));
         }
     }
 }
 
-fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+/// Over bytes, so that a header value is checked without a UTF-8 check.
+fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
     s.get(..prefix.len())
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
