@@ -50,9 +50,10 @@ impl Default for HttpConfig {
 /// The voiceplane HTTP API: cheap to clone, usable as a function ([`Api::handle`](crate::Api::handle)), as a
 /// [`tower_service::Service`], or served on a listener with [`serve()`](crate::serve()).
 ///
-/// A clone is one reference count: the API is cloned for every request (by hyper-util's
-/// service adapter, and again for the request's `'static` future), and each count of the
-/// fields shared by reference was a contended atomic on every core.
+/// A clone is one reference count: the API is cloned for every request (for the request's
+/// `'static` future; a server that clones its service per request, as hyper-util's
+/// `TowerToHyperService` does, adds one more), and each count of the fields shared by
+/// reference was a contended atomic on every core.
 #[derive(Debug, Clone)]
 pub struct Api(pub(crate) Arc<Shared>);
 

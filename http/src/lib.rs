@@ -154,8 +154,19 @@ impl Api {
     /// needs (it does not borrow the API), so it can be spawned.
     pub fn handle<B>(
         &self,
-        mut req: Request<B>,
+        req: Request<B>,
     ) -> impl Future<Output = Response<ResponseBody>> + Send + 'static
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        self.handling(req)
+    }
+
+    /// [`Api::handle`]'s future, by name, so that [`Api::call`](tower_service::Service::call)
+    /// returns it as it is rather than in a box of its own.
+    fn handling<B>(&self, mut req: Request<B>) -> Handling
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -239,11 +250,14 @@ impl Api {
 /// in directly, where the body found it again with `Span::current()` and cloned it, and
 /// `Instrumented` entered its span once more to drop a future already done (together about
 /// 800 instructions); and the request is moved once, into the route's box.
-struct Handling<F> {
-    inner: Pin<Box<F>>,
+struct Handling {
+    inner: Pin<Box<dyn Future<Output = Routed> + Send>>,
     span: tracing::Span,
     finish: Finish,
 }
+
+/// A route's answer, with the API it ran on.
+type Routed = (Result<Response<ResponseBody>, ApiError>, Api);
 
 /// What finishing an answer needs from its request.
 struct Finish {
@@ -255,10 +269,7 @@ struct Finish {
     is_head: bool,
 }
 
-impl<F> Future for Handling<F>
-where
-    F: Future<Output = (Result<Response<ResponseBody>, ApiError>, Api)>,
-{
+impl Future for Handling {
     type Output = Response<ResponseBody>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -376,14 +387,24 @@ where
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+    type Future = Answered;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let handling = self.handle(req);
-        Box::pin(async move { Ok(handling.await) })
+        Answered(self.handling(req))
+    }
+}
+
+/// The future of [`Api`] as a [`tower_service::Service`]: [`Api::handle`]'s, never failing.
+pub struct Answered(Handling);
+
+impl Future for Answered {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.get_mut().0).poll(cx).map(Ok)
     }
 }

@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
+use hyper_util::service::{TowerToHyperService, TowerToHyperServiceFuture};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
@@ -58,7 +58,8 @@ pub async fn serve(
 /// task with `TCP_NODELAY` set; an HTTP/1.1 client must send each request header within
 /// [`HEADER_READ_TIMEOUT`] of the connection opening or of its previous answer being sent,
 /// and a connection that sends no byte within that time is closed.
-/// The service is cloned per request. Accept errors are logged and the loop goes on (after a
+/// Each connection calls its own clone of the service, cloned again for a request only when it
+/// is not ready (`poll_ready`) at once. Accept errors are logged and the loop goes on (after a
 /// short pause for errors such as `EMFILE`). When `shutdown` resolves the listener is
 /// closed, idle HTTP/1.1 keep-alive connections are closed, HTTP/2 connections get a
 /// `GOAWAY`, and requests in flight are allowed to finish for up to [`SHUTDOWN_GRACE`]; then
@@ -96,12 +97,12 @@ where
                     let activity = Arc::new(Activity::new());
                     let io = TokioIo::new(HeaderDeadline::new(stream, Arc::clone(&activity)));
                     let service = PerConnection {
-                        inner: service.clone(),
+                        inner: std::cell::RefCell::new(service.clone()),
                         peer,
                         activity,
                     };
                     let connection = builder
-                        .serve_connection(io, TowerToHyperService::new(service))
+                        .serve_connection(io, service)
                         .into_owned();
                     let connection = graceful.watch(connection);
                     tokio::spawn(async move {
@@ -216,6 +217,8 @@ struct HeaderDeadline {
     activity: Arc<Activity>,
     /// Fires at or before the header deadline.
     timer: Pin<Box<tokio::time::Sleep>>,
+    /// The task the timer wakes, once polled.
+    armed_for: Option<std::task::Waker>,
     protocol: Protocol,
 }
 
@@ -226,6 +229,7 @@ impl HeaderDeadline {
             stream,
             activity,
             timer,
+            armed_for: None,
             protocol: Protocol::Unknown(0),
         }
     }
@@ -247,19 +251,39 @@ impl HeaderDeadline {
 
     /// Whether the header deadline has passed; when it has not, the task is woken at it (or
     /// earlier, to look again).
+    ///
+    /// The timer stays armed while a request is in flight too. hyper may read (and find
+    /// nothing) before the answer is done, and not read again until something wakes the
+    /// connection: were the timer left alone then, an idle keep-alive connection would never
+    /// be closed. Once armed for this task it is not polled again until it has fired.
     fn header_overdue(&mut self, cx: &mut Context<'_>) -> bool {
-        if matches!(self.protocol, Protocol::Http2) || self.activity.is_answering() {
+        if matches!(self.protocol, Protocol::Http2) {
+            return false;
+        }
+        if !self.timer.is_elapsed()
+            && self
+                .armed_for
+                .as_ref()
+                .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
             return false;
         }
         // The deadline only moves later, so the timer fires at or before it; only then is it
         // moved, not at every request.
         while self.timer.as_mut().poll(cx).is_ready() {
-            let deadline = self.activity.header_deadline();
-            if Instant::now() >= deadline {
-                return true;
-            }
+            let deadline = if self.activity.is_answering() {
+                // Looked at again a timeout later, or when the answer is sent.
+                Instant::now() + HEADER_READ_TIMEOUT
+            } else {
+                let deadline = self.activity.header_deadline();
+                if Instant::now() >= deadline {
+                    return true;
+                }
+                deadline
+            };
             self.timer.as_mut().reset(deadline);
         }
+        self.armed_for = Some(cx.waker().clone());
         false
     }
 }
@@ -332,26 +356,26 @@ fn is_connection_error(e: &io::Error) -> bool {
 /// `inner` for one connection: puts the connection's peer address in each request's
 /// extensions, where the adapter's per-IP limit of failed authentications reads it, and tells
 /// the connection's [`Activity`] when each request begins and when its answer has been sent.
-#[derive(Clone)]
 struct PerConnection<S> {
-    inner: S,
+    inner: std::cell::RefCell<S>,
     peer: std::net::SocketAddr,
     activity: Arc<Activity>,
 }
 
-impl<S, B, ResBody> tower_service::Service<Request<B>> for PerConnection<S>
+impl<S, ResBody> hyper::service::Service<Request<Incoming>> for PerConnection<S>
 where
-    S: tower_service::Service<Request<B>, Response = Response<ResBody>>,
+    S: tower_service::Service<Request<Incoming>, Response = Response<ResBody>> + Clone,
+    S::Error: Into<BoxError>,
 {
     type Response = Response<Answer<ResBody>>;
-    type Error = S::Error;
-    type Future = Answering<S::Future>;
+    type Error = BoxError;
+    type Future = Answering<Calling<S, Request<Incoming>>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    /// Calls the connection's own copy of the service when it is ready, as a service
+    /// built of layers always is. hyper-util's adapter (`TowerToHyperService`) cloned the
+    /// whole stack for every request instead, to wait for its readiness in the request's
+    /// future: each `Arc` in it counted up and down again, on counts that every core shares.
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         let extensions = req.extensions_mut();
         if extensions.is_empty() {
             // One whose map is allocated already, when an earlier request left one.
@@ -359,9 +383,67 @@ where
         }
         extensions.insert(self.peer);
         let in_flight = InFlight::begin(&self.activity);
+        // hyper calls a connection's service from the connection's task, one call at a time,
+        // and nothing here calls back into it: the borrow cannot be taken twice.
+        let mut inner = self.inner.borrow_mut();
+        let mut asked = Context::from_waker(std::task::Waker::noop());
+        let calling = match inner.poll_ready(&mut asked) {
+            Poll::Ready(Ok(())) => Calling::Now {
+                future: inner.call(req),
+            },
+            Poll::Ready(Err(error)) => Calling::Failed {
+                error: Some(error.into()),
+            },
+            // Not ready: the request waits on a clone, with the request's own waker, as
+            // hyper-util's adapter does. The copy that was asked, which may hold a half-made
+            // reservation (a permit being acquired) that only a next poll would complete or
+            // release, goes with the request, and the connection keeps a fresh clone.
+            Poll::Pending => {
+                let fresh = inner.clone();
+                let asked = std::mem::replace(&mut *inner, fresh);
+                Calling::Later {
+                    future: TowerToHyperService::new(asked).call(req),
+                }
+            }
+        };
         Answering {
-            inner: self.inner.call(req),
+            inner: calling,
             in_flight: Some(in_flight),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request given to the service behind [`PerConnection`].
+    #[project = CallingProjection]
+    enum Calling<S, R>
+    where
+        S: tower_service::Service<R>,
+    {
+        /// Called at once: the service was ready.
+        Now { #[pin] future: S::Future },
+        /// The service failed when asked whether it was ready.
+        Failed { error: Option<BoxError> },
+        /// Waiting on a clone for the service to be ready.
+        Later { #[pin] future: TowerToHyperServiceFuture<S, R> },
+    }
+}
+
+impl<S, R> Future for Calling<S, R>
+where
+    S: tower_service::Service<R>,
+    S::Error: Into<BoxError>,
+{
+    type Output = Result<S::Response, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            CallingProjection::Now { future } => future.poll(cx).map_err(Into::into),
+            CallingProjection::Later { future } => future.poll(cx).map_err(Into::into),
+            CallingProjection::Failed { error } => match error.take() {
+                Some(error) => Poll::Ready(Err(error)),
+                None => panic!("a failed call polled after it was answered"),
+            },
         }
     }
 }

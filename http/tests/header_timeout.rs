@@ -14,19 +14,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Reads from `stream` until `needle` appears (or the peer closes); returns what was read.
-async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).await.unwrap();
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        if text.contains(needle) || n == 0 {
-            return text;
-        }
-    }
-}
+mod support;
+use support::read_until;
 
 /// A service that answers `hello` to anything, after `delay`, in as many frames as `frames`
 /// says, `delay` apart (the clock is paused in these tests, so the delays take no real time).
