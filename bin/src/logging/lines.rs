@@ -248,14 +248,17 @@ fn write_timestamp(w: &mut impl fmt::Write) -> fmt::Result {
         }
         w.write_str(text)
     })?;
-    let mut micros = now.subsec_micros();
-    let mut fraction = *b".000000Z";
-    for digit in fraction[1..7].iter_mut().rev() {
-        // A digit: below 10 by construction.
-        *digit = b'0' + u8::try_from(micros % 10).unwrap_or(0);
-        micros /= 10;
-    }
-    w.write_str(std::str::from_utf8(&fraction).map_err(|_| fmt::Error)?)
+    write_fraction(w, now.subsec_micros())
+}
+
+/// `.000123Z`: the microseconds (below a million) as six digits, and the zone.
+fn write_fraction(w: &mut impl fmt::Write, micros: u32) -> fmt::Result {
+    // Seven digits with a leading 1, which is dropped: the microseconds with their zeros.
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(1_000_000 + micros);
+    w.write_char('.')?;
+    w.write_str(digits.get(1..).unwrap_or("000000"))?;
+    w.write_char('Z')
 }
 
 /// Fields as `name=value`: values as their `Debug` (strings quoted), messages as written.
@@ -858,6 +861,20 @@ pub(super) mod tests {
         assert_eq!(completed["span"]["latency_ms"], 1.25);
         assert_eq!(completed["span"]["operation"], "agent_view");
         assert_eq!(completed["spans"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn microseconds_are_six_digits() {
+        for (micros, text) in [
+            (0, ".000000Z"),
+            (7, ".000007Z"),
+            (123_456, ".123456Z"),
+            (999_999, ".999999Z"),
+        ] {
+            let mut written = String::new();
+            write_fraction(&mut written, micros).unwrap();
+            assert_eq!(written, text);
+        }
     }
 
     #[test]
