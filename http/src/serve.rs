@@ -394,10 +394,11 @@ where
             Poll::Ready(Err(error)) => Calling::Failed {
                 error: Some(error.into()),
             },
-            // Not ready: the request waits on a clone, with the request's own waker, as
-            // hyper-util's adapter does. The copy that was asked, which may hold a half-made
-            // reservation (a permit being acquired) that only a next poll would complete or
-            // release, goes with the request, and the connection keeps a fresh clone.
+            // Not ready: the request waits on a clone of its own, with its own waker, as
+            // hyper-util's adapter does (which clones what it is given). The copy that was
+            // asked may hold a half-made reservation (a permit it is queued for) that only
+            // its next poll would complete: it is dropped here, which releases it, and the
+            // connection keeps a fresh clone.
             Poll::Pending => {
                 let fresh = inner.clone();
                 let asked = std::mem::replace(&mut *inner, fresh);
