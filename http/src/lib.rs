@@ -219,7 +219,7 @@ impl Api {
                 // more copy of the request.)
                 let routed = route(req, resolved);
                 let slot = Box::new_uninit();
-                let route = Box::write(slot, async move {
+                let future = Box::write(slot, async move {
                     let answered = match routed {
                         Ok((op, captures, parts, body)) => {
                             protect::run(&api, op, captures, parts, body).await
@@ -228,7 +228,7 @@ impl Api {
                     };
                     (answered, api)
                 });
-                Box::into_pin(route)
+                Box::into_pin(future)
             },
             span,
             finish,
