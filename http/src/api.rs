@@ -15,8 +15,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// when it sent one acceptable value (see [`MAX_REQUEST_ID_LEN`]), else a generated one.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// The request's id as [`Api::handle`] chose it, in the request's extensions, so that the
-/// audit log can record it.
+/// The request's id as [`Api::handle`] chose it, in the extensions of an invitee's request,
+/// so that the audit log can record it. An organization's caller is authenticated with the
+/// id at hand, and other operations record nothing, so no other request pays for the insert.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestId(pub(crate) HeaderValue);
 

@@ -1,6 +1,7 @@
 //! Who is asking, and from where: the caller [`crate::protect`] authenticated, as the
 //! operation's `Actor` input finds it, and the request's context for the audit log.
 
+use http::HeaderValue;
 use http::request::Parts;
 use voiceplane_core::auth::{Actor, RequestContext};
 use voiceplane_core::precondition::Preconditions;
@@ -14,11 +15,12 @@ use crate::protect::ratelimit;
 pub(crate) struct Authenticated(pub(crate) Actor);
 
 /// Where the request came from, for the audit log: its id (chosen by
-/// [`Api::handle`](crate::Api::handle)), the client's address (the peer, or what a trusted
-/// proxy reports when rate limits name trusted proxies) and the preconditions of a
-/// conditional write.
+/// [`Api::handle`](crate::Api::handle), in the extensions of an invitee's request), the
+/// client's address (the peer, or what a trusted proxy reports when rate limits name trusted
+/// proxies) and the preconditions of a conditional write.
 pub(crate) fn request_context(api: &Api, parts: &Parts) -> RequestContext {
-    request_context_from(parts, client_ip(api, parts))
+    let request_id = parts.extensions.get::<RequestId>().map(|id| &id.0);
+    request_context_from(parts, request_id, client_ip(api, parts))
 }
 
 /// The client's address: the peer, or what a trusted proxy reports when rate limits name
@@ -31,13 +33,16 @@ pub(crate) fn client_ip(api: &Api, parts: &Parts) -> Option<std::net::IpAddr> {
     }
 }
 
-/// [`request_context`] with the client's address already found by [`client_ip`].
-pub(crate) fn request_context_from(parts: &Parts, ip: Option<std::net::IpAddr>) -> RequestContext {
+/// [`request_context`] with the request's id at hand and the client's address already found
+/// by [`client_ip`].
+pub(crate) fn request_context_from(
+    parts: &Parts,
+    request_id: Option<&HeaderValue>,
+    ip: Option<std::net::IpAddr>,
+) -> RequestContext {
     RequestContext {
-        request_id: parts
-            .extensions
-            .get::<RequestId>()
-            .and_then(|id| id.0.to_str().ok())
+        request_id: request_id
+            .and_then(|id| id.to_str().ok())
             .map(str::to_owned),
         ip,
         preconditions: parts

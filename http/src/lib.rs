@@ -116,7 +116,6 @@ pub use protect::ratelimit::{
 pub use response::{BoxError, ResponseBody};
 pub use serve::{HEADER_READ_TIMEOUT, SHUTDOWN_GRACE, serve, serve_service};
 
-use crate::api::RequestId;
 use crate::error::ApiError;
 use crate::ops::RouteError;
 
@@ -166,7 +165,7 @@ impl Api {
 
     /// [`Api::handle`]'s future, by name, so that [`Api::call`](tower_service::Service::call)
     /// returns it as it is rather than in a box of its own.
-    fn handling<B>(&self, mut req: Request<B>) -> Handling
+    fn handling<B>(&self, req: Request<B>) -> Handling
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -174,7 +173,6 @@ impl Api {
     {
         let start = Instant::now();
         let request_id = request_id_of(req.headers());
-        req.extensions_mut().insert(RequestId(request_id.clone()));
         let resolved = ops::resolve(req.method(), req.uri().path());
         // The operation is known before the span opens, and the span's last two fields are
         // recorded together: each record makes the log subscriber format the span's fields.
@@ -190,7 +188,6 @@ impl Api {
         );
         let finish = Finish {
             start,
-            request_id,
             operation: resolved
                 .as_ref()
                 .map_or(metrics::UNMATCHED, |(op, _)| op.id),
@@ -209,7 +206,9 @@ impl Api {
             // Boxed: its state (every stage down to the handler's call) is kilobytes, which
             // each future above would otherwise copy as it first polls the one below. Made
             // here, it holds the request once; an `async` body around it held it again.
-            // The API comes back with the answer, for its metrics: one clone per request.
+            // The API comes back with the answer, for its metrics: one clone per request. So
+            // does the request's id, which the route's stages borrow (the audit context takes
+            // it from there; in the request's extensions it cost an insert and a boxed value).
             inner: {
                 // Allocated before the future is made, so that the future is made in it.
                 // `Box::pin(future)` made it on the stack and copied it whole into the box: a
@@ -222,11 +221,11 @@ impl Api {
                 let future = Box::write(slot, async move {
                     let answered = match routed {
                         Ok((op, captures, parts, body)) => {
-                            protect::run(&api, op, captures, parts, body).await
+                            protect::run(&api, op, captures, parts, body, &request_id).await
                         }
                         Err(refused) => Err(refused),
                     };
-                    (answered, api)
+                    (answered, api, request_id)
                 });
                 Box::into_pin(future)
             },
@@ -284,13 +283,12 @@ struct Handling {
     finish: Finish,
 }
 
-/// A route's answer, with the API it ran on.
-type Routed = (Result<Response<ResponseBody>, ApiError>, Api);
+/// A route's answer, with the API it ran on and the request's id.
+type Routed = (Result<Response<ResponseBody>, ApiError>, Api, HeaderValue);
 
 /// What finishing an answer needs from its request.
 struct Finish {
     start: Instant,
-    request_id: HeaderValue,
     operation: &'static str,
     is_api: bool,
     has_body: bool,
@@ -303,20 +301,21 @@ impl Future for Handling {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let _entered = this.span.enter();
-        let Poll::Ready((answered, api)) = this.inner.as_mut().poll(cx) else {
+        let Poll::Ready((answered, api, request_id)) = this.inner.as_mut().poll(cx) else {
             return Poll::Pending;
         };
         let response = answered.unwrap_or_else(ApiError::into_response);
         // Polled again, the route's future panics, as any `async` body does once done.
-        Poll::Ready(this.finish.answer(&this.span, &api, response))
+        Poll::Ready(this.finish.answer(&this.span, &api, request_id, response))
     }
 }
 
 impl Finish {
     fn answer(
-        &mut self,
+        &self,
         span: &tracing::Span,
         api: &Api,
+        request_id: HeaderValue,
         mut response: Response<ResponseBody>,
     ) -> Response<ResponseBody> {
         if self.is_head {
@@ -332,7 +331,6 @@ impl Finish {
                 .headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
-        let request_id = std::mem::replace(&mut self.request_id, HeaderValue::from_static(""));
         response.headers_mut().insert(REQUEST_ID, request_id);
         response.headers_mut().insert(
             header::X_CONTENT_TYPE_OPTIONS,

@@ -360,6 +360,7 @@ async fn members_and_invitations_over_http(ctx: &TestContext) {
             Method::POST,
             &format!("/api/auth/invitations/{invite_id}/accept"),
         )
+        .header("X-Request-Id", "accept-kim-1")
         .send()
         .await
         .unwrap();
@@ -371,6 +372,16 @@ async fn members_and_invitations_over_http(ctx: &TestContext) {
         .as_str()
         .unwrap()
         .to_owned();
+    // The audit log records the invitee's acceptance under the request's id.
+    let (status, log) = c.get("/api/audit-log").await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let by_invitee: Vec<&Value> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request_id"] == "accept-kim-1")
+        .collect();
+    assert!(!by_invitee.is_empty(), "{log}");
 
     let (_, members) = c
         .send(Method::GET, "/api/auth/organizations/members", None)

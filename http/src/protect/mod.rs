@@ -9,10 +9,10 @@ pub(crate) mod idempotency;
 pub(crate) mod ratelimit;
 
 use http::request::Parts;
-use http::{Method, Response};
+use http::{HeaderValue, Method, Response};
 use voiceplane_core::auth::Actor;
 
-use crate::api::Api;
+use crate::api::{Api, RequestId};
 use crate::body::RequestBody;
 use crate::caller::{self, Authenticated, request_context_from};
 use crate::error::ApiError;
@@ -81,7 +81,11 @@ impl<'a> FailureBudget<'a> {
 
 /// Authenticates the caller of an organization operation, behind the per-IP limit of failed
 /// authentications.
-async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
+async fn authenticate(
+    api: &Api,
+    parts: &Parts,
+    request_id: &HeaderValue,
+) -> Result<Actor, ApiError> {
     let budget = FailureBudget::enter(api, parts)?;
     let result = match credentials::read(&parts.headers) {
         Ok(credentials) => api
@@ -90,7 +94,7 @@ async fn authenticate(api: &Api, parts: &Parts) -> Result<Actor, ApiError> {
             .await
             .map(|mut actor| {
                 // The address the budget found, rather than looking it up again.
-                actor.request = request_context_from(parts, budget.ip);
+                actor.request = request_context_from(parts, Some(request_id), budget.ip);
                 actor
             })
             .map_err(ApiError::from),
@@ -128,18 +132,19 @@ async fn provider_webhook(
     result
 }
 
-/// Runs `op` behind the protections.
+/// Runs `op` behind the protections, for the request `request_id` names.
 pub(crate) async fn run(
     api: &Api,
     op: &'static Operation,
     captures: Captures,
     mut parts: Parts,
     body: RequestBody,
+    request_id: &HeaderValue,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut budget = None;
     match op.auth {
         Auth::Organization => {
-            let actor = authenticate(api, &parts).await?;
+            let actor = authenticate(api, &parts, request_id).await?;
             if let Some(limits) = &api.limits {
                 budget = limits.check_credential(budget_key(&actor))?;
             }
@@ -147,7 +152,10 @@ pub(crate) async fn run(
             parts.extensions.insert(Authenticated(actor));
         }
         Auth::Provider => return provider_webhook(api, op, captures, parts, body).await,
-        Auth::None | Auth::Invitee => {}
+        Auth::Invitee => {
+            parts.extensions.insert(RequestId(request_id.clone()));
+        }
+        Auth::None => {}
     }
     // Only a POST reads its `Idempotency-Key` (other methods ignore it, however it is sent).
     let key = if parts.method == Method::POST {

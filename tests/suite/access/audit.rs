@@ -436,19 +436,20 @@ async fn the_sweep_deletes_entries_past_retention(ctx: &TestContext) {
     task.await.unwrap();
 }
 
-/// A change sent without an `X-Request-Id`, or with one the API does not accept, is recorded
-/// under the id the API generated and answered with.
+/// A change sent without an `X-Request-Id`, or with one the API does not accept (or two), is
+/// recorded under the id the API generated and answered with.
 async fn a_generated_request_id_is_the_one_recorded(ctx: &TestContext) {
     let server = TestServer::start(ctx).await;
     let boot = ctx.bootstrap("Acme").await;
     let admin = ApiCaller::new(&server, &boot.organization_id, &boot.api_key);
     let mut answered = Vec::new();
-    for sent in [None, Some("has space"), Some("")] {
+    let sent: [&[&str]; 4] = [&[], &["has space"], &[""], &["first-id", "second-id"]];
+    for values in sent {
         let mut req = admin
             .request(Method::POST, "/api/agents")
             .json(&agent_body("Ada"));
-        if let Some(sent) = sent {
-            req = req.header("X-Request-Id", sent);
+        for value in values {
+            req = req.header("X-Request-Id", *value);
         }
         let res = req.send().await.expect("answered");
         assert_eq!(res.status(), StatusCode::CREATED);
