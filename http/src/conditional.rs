@@ -42,43 +42,51 @@ use crate::api::Api;
 use crate::body::RequestBody;
 use crate::caller::Authenticated;
 use crate::error::ApiError;
-use crate::operation::{Captures, Conditional, Operation};
+use crate::operation::{Answer, Captures, Conditional, Operation};
 use crate::response::{self, ResponseBody};
 
 /// Runs `op` with the conditional-request rules of its declaration around it.
-pub(crate) async fn run(
+///
+/// Not an `async` stage of its own: the conditions are read when it is called, and it
+/// answers the handler's own boxed future where nothing follows it ([`Conditional::None`]),
+/// else that future inside one that tags or compares the answer. As a stage, it kept the
+/// request's parts once more and copied them down to the handler, on every request.
+pub(crate) fn run(
     api: &Api,
     op: &'static Operation,
     captures: Captures,
     mut parts: Parts,
     body: RequestBody,
-) -> Result<Response<ResponseBody>, ApiError> {
+) -> Answer {
     let if_match = read_condition(&parts.headers, header::IF_MATCH);
     match op.conditional {
         Conditional::None => {
             let safe = parts.method == Method::GET || parts.method == Method::HEAD;
             if !safe && if_match.as_ref().is_some_and(|c| *c != Tags::Any) {
-                return Err(precondition_failed());
+                return Box::pin(std::future::ready(Err(precondition_failed())));
             }
-            op.run(api.clone(), parts, captures, body).await
+            op.run(api.clone(), parts, captures, body)
         }
         Conditional::TaggedView => {
             let if_none_match = read_condition(&parts.headers, header::IF_NONE_MATCH);
-            let response = tag(op.run(api.clone(), parts, captures, body).await?).await;
-            // Nearly every read sends no condition: then its tag need not be copied out.
-            if if_match.is_none() && if_none_match.is_none() {
-                return Ok(response);
-            }
-            let Some(etag) = etag_of(&response) else {
-                return Ok(response);
-            };
-            if if_match.is_some_and(|c| !c.matches(&etag, Comparison::Strong)) {
-                return Err(precondition_failed());
-            }
-            if if_none_match.is_some_and(|c| c.matches(&etag, Comparison::Weak)) {
-                return Ok(not_modified(response));
-            }
-            Ok(response)
+            let answer = op.run(api.clone(), parts, captures, body);
+            Box::pin(async move {
+                let response = tag(answer.await?).await;
+                // Nearly every read sends no condition: then its tag need not be copied out.
+                if if_match.is_none() && if_none_match.is_none() {
+                    return Ok(response);
+                }
+                let Some(etag) = etag_of(&response) else {
+                    return Ok(response);
+                };
+                if if_match.is_some_and(|c| !c.matches(&etag, Comparison::Strong)) {
+                    return Err(precondition_failed());
+                }
+                if if_none_match.is_some_and(|c| c.matches(&etag, Comparison::Weak)) {
+                    return Ok(not_modified(response));
+                }
+                Ok(response)
+            })
         }
         Conditional::TaggedWrite | Conditional::Write => {
             let preconditions = Preconditions {
@@ -92,12 +100,12 @@ pub(crate) async fn run(
                 }
                 parts.extensions.insert(preconditions);
             }
-            let response = op.run(api.clone(), parts, captures, body).await?;
-            Ok(if op.conditional == Conditional::TaggedWrite {
-                tag(response).await
+            let answer = op.run(api.clone(), parts, captures, body);
+            if op.conditional == Conditional::TaggedWrite {
+                Box::pin(async move { Ok(tag(answer.await?).await) })
             } else {
-                response
-            })
+                answer
+            }
         }
     }
 }
