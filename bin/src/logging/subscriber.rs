@@ -37,8 +37,13 @@ pub(super) struct Lines<W> {
     format: LogFormat,
     writer: W,
     spans: Pool<SpanSlot>,
-    /// Each thread's entered spans, innermost last.
-    entered: ThreadLocal<RefCell<Vec<Entered>>>,
+    /// Each thread's entered spans, innermost last. Entering takes no reference to the span,
+    /// as the registry's does: a span's handle outlives its entering (`Span::enter`'s guard
+    /// borrows it, `Instrumented` and `EnteredSpan` own it), and a stale id, left by a guard
+    /// forgotten or dropped on another thread, finds no slot (a slot's key carries its
+    /// generation) rather than another span. Counting a reference up and down at each poll
+    /// was two slot lookups and two atomic updates of every request's span.
+    entered: ThreadLocal<RefCell<Vec<Id>>>,
 }
 
 #[derive(Default)]
@@ -59,12 +64,6 @@ impl Clear for SpanSlot {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
     }
-}
-
-struct Entered {
-    id: Id,
-    /// Entered again while already entered: holds no reference of its own.
-    duplicate: bool,
 }
 
 fn key_of(id: &Id) -> usize {
@@ -107,7 +106,7 @@ where
 
     fn current(&self) -> Option<Id> {
         let entered = self.entered.get()?.borrow();
-        entered.last().map(|e| e.id.clone())
+        entered.last().cloned()
     }
 
     /// The span an event or a new span belongs to: its explicit parent, else the current span
@@ -146,10 +145,15 @@ where
             LogFormat::Text => {
                 lines::text_start(w, meta.level())?;
                 if let Some(id) = &scope {
+                    // A closed span's id (entered by a forgotten guard) writes nothing.
+                    let mut any = false;
                     self.each_from_outermost(id, &mut |name, fields| {
+                        any = true;
                         lines::text_span(w, name, fields)
                     })?;
-                    w.write_char(' ')?;
+                    if any {
+                        w.write_char(' ')?;
+                    }
                 }
                 lines::text_target(w, meta.target())?;
                 lines::text_fields(&mut *w, event)?;
@@ -253,16 +257,7 @@ where
     }
 
     fn enter(&self, id: &Id) {
-        let mut entered = self.entered.get_or_default().borrow_mut();
-        let duplicate = entered.iter().any(|e| e == id);
-        entered.push(Entered {
-            id: id.clone(),
-            duplicate,
-        });
-        drop(entered);
-        if !duplicate {
-            self.clone_span(id);
-        }
+        self.entered.get_or_default().borrow_mut().push(id.clone());
     }
 
     fn exit(&self, id: &Id) {
@@ -270,13 +265,8 @@ where
             return;
         };
         let mut entered = entered.borrow_mut();
-        let Some(at) = entered.iter().rposition(|e| e == id) else {
-            return;
-        };
-        let left = entered.remove(at);
-        drop(entered);
-        if !left.duplicate {
-            self.try_close(left.id);
+        if let Some(at) = entered.iter().rposition(|e| e == id) {
+            entered.remove(at);
         }
     }
 
@@ -312,12 +302,6 @@ where
             },
             None => Current::none(),
         }
-    }
-}
-
-impl PartialEq<Id> for Entered {
-    fn eq(&self, id: &Id) -> bool {
-        self.id == *id
     }
 }
 
@@ -439,6 +423,28 @@ mod tests {
             [
                 " DEBUG voiceplane_bin::logging::subscriber::tests: kept",
                 "  WARN sqlx::query: slow statement"
+            ]
+        );
+    }
+
+    /// Entering takes no reference: a span closed while still entered (its guard forgotten)
+    /// frees its slot, and the id left entered finds nothing, not the span that reuses it.
+    #[test]
+    fn a_span_closed_while_entered_leaves_no_stale_fields() {
+        let lines = ours(LogFormat::Text, "info", || {
+            let gone = tracing::info_span!("gone", n = 1u64);
+            std::mem::forget(gone.enter());
+            drop(gone);
+            let fresh = tracing::info_span!(parent: None, "fresh", m = 2u64);
+            tracing::info!("after");
+            fresh.in_scope(|| tracing::info!("inside"));
+        });
+        let messages: Vec<&str> = lines.iter().map(|l| after_timestamp(l)).collect();
+        assert_eq!(
+            messages,
+            [
+                "  INFO voiceplane_bin::logging::subscriber::tests: after",
+                "  INFO fresh{m=2}: voiceplane_bin::logging::subscriber::tests: inside",
             ]
         );
     }
