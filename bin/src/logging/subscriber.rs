@@ -37,8 +37,8 @@ pub(super) struct Lines<W> {
     format: LogFormat,
     writer: W,
     spans: Pool<SpanSlot>,
-    /// Each thread's entered spans, innermost last. Entering takes no reference to the span,
-    /// as the registry's does: a span's handle outlives its entering (`Span::enter`'s guard
+    /// Each thread's entered spans, innermost last. Unlike the registry's, entering takes no
+    /// reference to the span: a span's handle outlives its entering (`Span::enter`'s guard
     /// borrows it, `Instrumented` and `EnteredSpan` own it), and a stale id, left by a guard
     /// forgotten or dropped on another thread, finds no slot (a slot's key carries its
     /// generation) rather than another span. Counting a reference up and down at each poll
