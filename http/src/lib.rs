@@ -351,6 +351,16 @@ impl Finish {
     }
 }
 
+/// `latency` in milliseconds to the microsecond, as a log line shows it: `0.198`, where
+/// `as_secs_f64() * 1000.0` gave `0.19838399999999998` (digits no clock measures, and that
+/// many more for the log to write).
+fn milliseconds(latency: std::time::Duration) -> f64 {
+    // Below 2^53 µs (285 years) the count is exact as an f64, and dividing by a power of ten
+    // gives the closest f64 to the decimal: what it prints back.
+    let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+    micros as f64 / 1000.0
+}
+
 /// Records the request span's `status` and `latency_ms` in one call.
 fn record_outcome(span: &tracing::Span, status: http::StatusCode, latency: std::time::Duration) {
     /// The two fields of the request span's callsite, found by name once rather than at
@@ -375,7 +385,7 @@ fn record_outcome(span: &tracing::Span, status: http::StatusCode, latency: std::
         },
     };
     let status = status.as_u16();
-    let latency_ms = latency.as_secs_f64() * 1000.0;
+    let latency_ms = milliseconds(latency);
     span.record_all(&fields.value_set(&[
         (status_field, Some(&status as &dyn tracing::Value)),
         (latency_field, Some(&latency_ms as &dyn tracing::Value)),
@@ -445,5 +455,20 @@ impl Future for Answered {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.get_mut().0).poll(cx).map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn latencies_are_milliseconds_to_the_microsecond() {
+        let shown = |latency| format!("{:?}", super::milliseconds(latency));
+        assert_eq!(shown(Duration::from_nanos(198_384)), "0.198");
+        assert_eq!(shown(Duration::from_nanos(198_384_123)), "198.384");
+        assert_eq!(shown(Duration::from_micros(1)), "0.001");
+        assert_eq!(shown(Duration::from_nanos(999)), "0.0");
+        assert_eq!(shown(Duration::from_secs(2)), "2000.0");
     }
 }
