@@ -233,21 +233,20 @@ impl Seen {
         let mut typed = false;
         let mut sized = false;
         for (name, value) in headers {
-            // By the name's text: a standard name's is a table lookup, and a match on text
-            // compares lengths first.
-            match name.as_str() {
-                "x-content-type-options" => seen.set[0] = true,
-                "x-frame-options" => seen.set[1] = true,
-                "referrer-policy" => seen.set[2] = true,
-                "content-security-policy" => seen.set[3] = true,
-                "content-encoding" | "content-range" => seen.encoded = true,
-                "content-type" if !std::mem::replace(&mut typed, true) => {
+            // Compared as names: each of these is a standard one, which compares as a number,
+            // where a match on the name's text compared bytes (about 30 a header).
+            if *name == header::CONTENT_TYPE {
+                if !std::mem::replace(&mut typed, true) {
                     seen.content_type = ContentType::of(value);
                 }
-                "content-length" if !std::mem::replace(&mut sized, true) => {
+            } else if *name == header::CONTENT_LENGTH {
+                if !std::mem::replace(&mut sized, true) {
                     seen.length = value.to_str().ok().and_then(|v| v.parse().ok());
                 }
-                _ => {}
+            } else if *name == header::CONTENT_ENCODING || *name == header::CONTENT_RANGE {
+                seen.encoded = true;
+            } else if let Some(at) = SECURITY_HEADERS.iter().position(|(n, ..)| n == name) {
+                seen.set[at] = true;
             }
         }
         seen

@@ -220,6 +220,23 @@ fn only_json_and_text_of_some_size_are_compressed() {
 }
 
 #[test]
+fn an_encoded_or_partial_body_is_passed_as_it_is() {
+    let finished = |name: HeaderName, value: &'static str| {
+        let mut response = response(200, "application/json", 5000);
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+        Seen::of(response.headers()).compress(&response)
+    };
+    assert!(!finished(header::CONTENT_ENCODING, "gzip"));
+    assert!(!finished(header::CONTENT_RANGE, "bytes 0-4999/9000"));
+    assert!(
+        finished(header::CACHE_CONTROL, "no-store"),
+        "another header"
+    );
+}
+
+#[test]
 fn audio_gets_no_content_security_policy() {
     let with = |content_type: &str| {
         let mut response = response(200, content_type, 0);
