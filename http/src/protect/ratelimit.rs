@@ -127,22 +127,21 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// A limiter per key. Its map hashes with foldhash, seeded at random per map: std's SipHash
-/// of the credential's key, twice per request, was about 250 instructions of an authenticated
-/// request. The keys are a credential's id and a client's address, and the random seed keeps
-/// colliding keys from being chosen in advance.
-type Keyed<K> = RateLimiter<
-    K,
-    HashMapStateStore<K, foldhash::fast::RandomState>,
-    DefaultClock,
-    StateInformationMiddleware,
->;
+/// A limiter per key, its map hashed with `S`.
+type Keyed<K, S> =
+    RateLimiter<K, HashMapStateStore<K, S>, DefaultClock, StateInformationMiddleware>;
 
 /// The limiters of one [`Api`](crate::Api), shared by its clones.
 pub(crate) struct Limiters {
     config: RateLimits,
-    credentials: Option<Keyed<String>>,
-    auth_failures: Option<Keyed<IpAddr>>,
+    /// Keyed by an authenticated credential (ids the server made), hashed with foldhash,
+    /// seeded at random per map: std's SipHash of the key, twice per request, was about 250
+    /// instructions of every authenticated request.
+    credentials: Option<Keyed<String, foldhash::fast::RandomState>>,
+    /// Keyed by the client's address, which a caller holding many addresses chooses: std's
+    /// SipHash, keyed at random, at which no one can aim collisions. Only a failed
+    /// authentication hashes it.
+    auth_failures: Option<Keyed<IpAddr, std::hash::RandomState>>,
     /// IPs over their failed-authentication budget, and until when.
     blocked: Mutex<HashMap<IpAddr, Instant>>,
     /// How many entries `blocked` holds, written under its lock: nearly always 0, and then an
@@ -255,7 +254,7 @@ impl Limiters {
         let auth_failures = NonZeroU32::new(config.auth_failures_per_minute).map(|rate| {
             RateLimiter::hashmap_with_hasher(
                 Quota::per_minute(rate),
-                foldhash::fast::RandomState::default(),
+                std::hash::RandomState::default(),
             )
             .with_middleware::<StateInformationMiddleware>()
         });
