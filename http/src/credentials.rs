@@ -31,15 +31,16 @@ pub(crate) const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 /// `X-Organization-Id`.
 pub(crate) const X_ORGANIZATION_ID: HeaderName = HeaderName::from_static("x-organization-id");
 
-/// The values of one header, as [`read`]'s pass over the request's headers found them.
+/// The values of one header, as a pass over a request's headers finds them ([`read`]'s, and
+/// `Api::handle`'s for `X-Request-Id`): the first, and whether there were more.
 #[derive(Default)]
-struct Found<'h> {
+pub(crate) struct Found<'h> {
     first: Option<&'h HeaderValue>,
     repeated: bool,
 }
 
 impl<'h> Found<'h> {
-    fn add(&mut self, value: &'h HeaderValue) {
+    pub(crate) fn add(&mut self, value: &'h HeaderValue) {
         if self.first.is_some() {
             self.repeated = true;
         } else {
@@ -48,7 +49,7 @@ impl<'h> Found<'h> {
     }
 
     /// The single value, or `None` when the header was sent more than once.
-    fn single(&self) -> Option<Option<&'h HeaderValue>> {
+    pub(crate) fn single(&self) -> Option<Option<&'h HeaderValue>> {
         (!self.repeated).then_some(self.first)
     }
 
@@ -218,28 +219,30 @@ mod tests {
         assert_eq!(c.organization_id.as_deref(), Some("org_1"));
         assert!(c.bearer.is_none());
 
-        let twice = headers(&[
-            ("authorization", b"Bearer a"),
-            ("accept", b"*/*"),
-            ("authorization", b"Bearer b"),
-        ]);
-        let err = read(&twice).unwrap_err();
-        assert_eq!(err.status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(
-            err.detail(),
-            "the Authorization header must be sent at most once"
-        );
-
-        let twice = headers(&[
-            ("x-organization-id", b"org_1"),
-            ("x-organization-id", b"org_2"),
-        ]);
-        let err = read(&twice).unwrap_err();
-        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
-        assert_eq!(
-            err.detail(),
-            "the X-Organization-Id header must be sent at most once"
-        );
+        for (twice, status, detail) in [
+            (
+                [
+                    ("authorization", &b"Bearer a"[..]),
+                    ("accept", b"*/*"),
+                    ("authorization", b"Bearer b"),
+                ],
+                StatusCode::UNAUTHORIZED,
+                "the Authorization header must be sent at most once",
+            ),
+            (
+                [
+                    ("x-organization-id", b"org_1"),
+                    ("host", b"x"),
+                    ("x-organization-id", b"org_2"),
+                ],
+                StatusCode::BAD_REQUEST,
+                "the X-Organization-Id header must be sent at most once",
+            ),
+        ] {
+            let err = read(&headers(&twice)).unwrap_err();
+            assert_eq!(err.status(), status);
+            assert_eq!(err.detail(), detail);
+        }
     }
 
     #[test]

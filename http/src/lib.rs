@@ -403,21 +403,20 @@ fn is_api_path(path: &str) -> bool {
 ///   a refused request may leave its body unread, and the client must then not reuse the
 ///   connection for its next request (it would race the server closing it).
 fn read_head(headers: &http::HeaderMap) -> (HeaderValue, bool) {
-    let mut sent = None;
-    let mut repeated = false;
+    let mut sent = credentials::Found::default();
     let mut has_body = false;
     let mut sized = false;
     for (name, value) in headers {
         if *name == REQUEST_ID {
-            repeated |= sent.replace(value).is_some();
+            sent.add(value);
         } else if *name == header::TRANSFER_ENCODING {
             has_body = true;
         } else if *name == header::CONTENT_LENGTH && !std::mem::replace(&mut sized, true) {
             has_body |= value.as_bytes() != b"0";
         }
     }
-    let request_id = match sent {
-        Some(value) if !repeated && is_acceptable_request_id(value.as_bytes()) => value.clone(),
+    let request_id = match sent.single() {
+        Some(Some(value)) if is_acceptable_request_id(value.as_bytes()) => value.clone(),
         _ => generate_request_id(),
     };
     (request_id, has_body)
