@@ -11,23 +11,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use voiceplane_suite::{TestContext, TestServer, eventually};
 
+// The http crate's own server tests' helpers, read from their file: depending on that crate's
+// tests would build it a second time.
+#[path = "../../http/tests/support/mod.rs"]
+mod support;
+use support::read_until;
+
 /// How long `serve` may take to return once nothing keeps it: far more than it needs, far
 /// less than the 30 s grace it would give a connection that is still open.
 const PROMPTLY: Duration = Duration::from_secs(5);
-
-/// Reads from `stream` until `needle` appears (or the peer closes); returns what was read.
-async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).await.unwrap();
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        if text.contains(needle) || n == 0 {
-            return text;
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_idle_connections_and_the_listener() {

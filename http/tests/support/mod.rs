@@ -1,4 +1,5 @@
-//! What the server's tests over raw TCP share.
+//! What the server's tests over raw TCP share: these, and the suite's `tests/suite/server.rs`,
+//! which includes this file.
 
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
