@@ -401,6 +401,23 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Bare<T> {
     }
 }
 
+/// `200` with a `T` written as JSON beforehand, without an envelope; described as [`Bare<T>`].
+/// For an answer that never changes, so that it is not serialized again at every request.
+pub(crate) struct BareWritten<T>(
+    pub(crate) bytes::Bytes,
+    pub(crate) std::marker::PhantomData<T>,
+);
+
+impl<T: Serialize + JsonSchema + 'static> Reply for BareWritten<T> {
+    fn into_response(self) -> Response<ResponseBody> {
+        response::ok_json(self.0)
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        Bare::<T>::describe(spec, schemas);
+    }
+}
+
 /// A cursor list: `{"success": true, "data": […], "pagination": {…}}`.
 impl<T: Serialize + JsonSchema + 'static> Reply for Page<T> {
     fn into_response(self) -> Response<ResponseBody> {

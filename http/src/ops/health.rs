@@ -1,10 +1,12 @@
 //! `/healthz` and `/readyz`: liveness, answered by the adapter itself, and readiness, which
 //! asks the service whether the database and object storage answer. No credentials.
 
+use std::sync::LazyLock;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::endpoint::{Bare, Cx, handler};
+use crate::endpoint::{Bare, BareWritten, Cx, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -47,8 +49,18 @@ const HEALTH_LIVE: Operation = Operation::get("/healthz", handler!(health_live))
 
 /// The process is up; nothing else is checked, so a load balancer can tell a hung process
 /// from a slow database.
-async fn health_live(_: Cx, (): (), (): ()) -> Result<Bare<Health<Live>>, ApiError> {
-    Ok(Bare(Health { status: Live::Ok }))
+async fn health_live(_: Cx, (): (), (): ()) -> Result<BareWritten<Health<Live>>, ApiError> {
+    /// The one answer of liveness, serialized once rather than at every probe (about 450
+    /// instructions, a fortieth of the request), and kept for good: a `Bytes` of static
+    /// memory is cloned without touching a reference count that every core would share.
+    static LIVE: LazyLock<&'static [u8]> = LazyLock::new(|| {
+        let body = serde_json::to_vec(&Health { status: Live::Ok });
+        body.expect("a unit variant serializes").leak()
+    });
+    Ok(BareWritten(
+        bytes::Bytes::from_static(*LIVE),
+        std::marker::PhantomData,
+    ))
 }
 
 const HEALTH_READY: Operation = Operation::get("/readyz", handler!(health_ready))
