@@ -290,12 +290,12 @@ impl Limiters {
     }
 
     /// Spends one request of `credential`'s budget: its state for the headers, or a 429.
-    pub(crate) fn check_credential(&self, credential: String) -> Result<Option<Budget>, ApiError> {
+    pub(crate) fn check_credential(&self, credential: &String) -> Result<Option<Budget>, ApiError> {
         let Some(limiter) = &self.credentials else {
             return Ok(None);
         };
         self.maybe_prune();
-        match limiter.check_key(&credential) {
+        match limiter.check_key(credential) {
             Ok(snapshot) => {
                 let quota = snapshot.quota();
                 let limit = quota.burst_size().get();
@@ -476,14 +476,19 @@ mod tests {
             ..RateLimits::default()
         });
         let budgets: Vec<Budget> = (0..3)
-            .map(|_| limiters.check_credential("key:a".into()).unwrap().unwrap())
+            .map(|_| {
+                limiters
+                    .check_credential(&"key:a".to_owned())
+                    .unwrap()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(
             budgets.iter().map(|b| b.remaining).collect::<Vec<_>>(),
             [2, 1, 0]
         );
         assert!(budgets.iter().all(|b| b.limit == 3));
-        let err = limiters.check_credential("key:a".into()).unwrap_err();
+        let err = limiters.check_credential(&"key:a".to_owned()).unwrap_err();
         assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
         let response = err.into_response();
         let retry: u64 = response.headers()[header::RETRY_AFTER]
@@ -494,13 +499,13 @@ mod tests {
         assert!((1..=2).contains(&retry), "{retry}");
         assert_eq!(response.headers()[RATELIMIT_REMAINING], "0");
         // Another credential has its own budget.
-        assert!(limiters.check_credential("key:b".into()).is_ok());
+        assert!(limiters.check_credential(&"key:b".to_owned()).is_ok());
         // 0 disables.
         let off = Limiters::new(RateLimits {
             per_second: 0,
             ..RateLimits::default()
         });
-        assert!(off.check_credential("key:a".into()).unwrap().is_none());
+        assert!(off.check_credential(&"key:a".to_owned()).unwrap().is_none());
     }
 
     #[test]
