@@ -9,10 +9,11 @@ use voiceplane_core::precondition::Preconditions;
 use crate::api::{Api, RequestId};
 use crate::protect::ratelimit;
 
-/// The caller as [`crate::protect`] authenticated it, in the request's extensions. Private to
-/// the crate, so that nothing outside the adapter can pose as an authenticated caller.
-#[derive(Debug, Clone)]
-pub(crate) struct Authenticated(pub(crate) Actor);
+/// The caller as [`crate::protect`] authenticated it, handed to the operation with its
+/// request. Private to the crate and never among the request's extensions, so that nothing
+/// outside the adapter can pose as an authenticated caller.
+#[derive(Debug)]
+pub(crate) struct Authenticated(pub(crate) Box<Actor>);
 
 /// Where the request came from, for the audit log: its id (chosen by
 /// [`Api::handle`](crate::Api::handle), in the extensions of an invitee's request), the

@@ -57,6 +57,7 @@ pub(crate) fn run(
     captures: Captures,
     mut parts: Parts,
     body: RequestBody,
+    mut caller: Option<Authenticated>,
 ) -> Answer {
     let (if_match, if_none_match) = read_conditions(&parts.headers);
     match op.conditional {
@@ -65,10 +66,10 @@ pub(crate) fn run(
             if !safe && if_match.as_ref().is_some_and(|c| *c != Tags::Any) {
                 return Box::pin(std::future::ready(Err(precondition_failed())));
             }
-            op.run(api.clone(), parts, captures, body)
+            op.run(api.clone(), parts, captures, body, caller)
         }
         Conditional::TaggedView => {
-            let answer = op.run(api.clone(), parts, captures, body);
+            let answer = op.run(api.clone(), parts, captures, body, caller);
             Box::pin(async move {
                 let response = tag(answer.await?).await;
                 // Nearly every read sends no condition: then its tag need not be copied out.
@@ -94,12 +95,12 @@ pub(crate) fn run(
             };
             if !preconditions.is_empty() {
                 // The service checks them in the write's transaction, as the caller's.
-                if let Some(Authenticated(actor)) = parts.extensions.get_mut() {
+                if let Some(Authenticated(actor)) = &mut caller {
                     actor.request.preconditions = preconditions.clone();
                 }
                 parts.extensions.insert(preconditions);
             }
-            let answer = op.run(api.clone(), parts, captures, body);
+            let answer = op.run(api.clone(), parts, captures, body, caller);
             if op.conditional == Conditional::TaggedWrite {
                 Box::pin(async move { Ok(tag(answer.await?).await) })
             } else {

@@ -26,6 +26,7 @@ pub use crate::credentials::Auth;
 
 use crate::api::Api;
 use crate::body::RequestBody;
+use crate::caller::Authenticated;
 use crate::error::ApiError;
 use crate::openapi::spec::{OpSpec, Schemas};
 use crate::response::ResponseBody;
@@ -61,8 +62,9 @@ pub(crate) type Answer =
 pub(crate) struct Handler {
     /// The function's name: the operation's id.
     pub(crate) id: &'static str,
-    /// Extracts the handler's inputs from the request, calls it and answers.
-    pub(crate) run: fn(Api, Parts, Captures, RequestBody) -> Answer,
+    /// Extracts the handler's inputs from the request (and its caller, when authenticated),
+    /// calls it and answers.
+    pub(crate) run: fn(Api, Parts, Captures, RequestBody, Option<Authenticated>) -> Answer,
     /// What its inputs and answer say about the operation, for the OpenAPI document.
     pub(crate) describe: fn(&mut Schemas) -> OpSpec,
 }
@@ -196,15 +198,16 @@ impl Operation {
         (self.handler.describe)(schemas)
     }
 
-    /// Runs its handler.
+    /// Runs its handler, for `caller` when the request was authenticated.
     pub(crate) fn run(
         &self,
         api: Api,
         parts: Parts,
         captures: Captures,
         body: RequestBody,
+        caller: Option<Authenticated>,
     ) -> Answer {
-        (self.handler.run)(api, parts, captures, body)
+        (self.handler.run)(api, parts, captures, body, caller)
     }
 }
 

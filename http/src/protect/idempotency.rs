@@ -25,6 +25,7 @@ use voiceplane_core::idempotency::{Claim, StoredAnswer, fingerprint};
 
 use crate::api::Api;
 use crate::body::{RequestBody, boxed, collect_limited};
+use crate::caller::Authenticated;
 use crate::conditional;
 use crate::error::ApiError;
 use crate::operation::{Captures, Operation};
@@ -67,15 +68,23 @@ fn is_final(status: StatusCode) -> bool {
         && !matches!(status.as_u16(), 408 | 409 | 425 | 429)
 }
 
-/// Runs a POST that carries `key` in `scope`.
+/// An `Idempotency-Key`, in the scope of the caller who sent it.
+pub(crate) struct ScopedKey {
+    /// Who sent it (`protect::scope_of`).
+    pub(crate) scope: String,
+    /// The key as sent.
+    pub(crate) key: String,
+}
+
+/// Runs a POST that carries `key` in `scope`, for `caller` when it was authenticated.
 pub(crate) async fn run(
     api: &Api,
     op: &'static Operation,
     captures: Captures,
     parts: Parts,
     body: RequestBody,
-    scope: String,
-    key: String,
+    caller: Option<Authenticated>,
+    ScopedKey { scope, key }: ScopedKey,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let limit = api.config.max_body_bytes;
     let bytes = collect_limited(&parts.headers, body, limit)
@@ -125,6 +134,7 @@ pub(crate) async fn run(
             captures,
             parts,
             boxed(http_body_util::Full::new(bytes)),
+            caller,
         )
         .await
         {

@@ -23,9 +23,9 @@ use crate::{conditional, credentials};
 /// Who is asking, for keying idempotency: the organization and credential of an authenticated
 /// caller, or a hash of the bearer token of an operation that takes one without an
 /// organization.
-fn scope_of(parts: &Parts) -> Option<String> {
+fn scope_of(parts: &Parts, caller: Option<&Authenticated>) -> Option<String> {
     use voiceplane_core::auth::Principal;
-    match parts.extensions.get::<Authenticated>() {
+    match caller {
         Some(Authenticated(actor)) => Some(match &actor.principal {
             Principal::ApiKey(key_id) => format!("{}/key:{key_id}", actor.organization_id),
             Principal::User => format!("{}/user:{}", actor.organization_id, actor.user_id),
@@ -118,7 +118,7 @@ async fn provider_webhook(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let budget = FailureBudget::enter(api, &parts)?;
-    let result = op.run(api.clone(), parts, captures, body).await;
+    let result = op.run(api.clone(), parts, captures, body, None).await;
     let refused = match &result {
         Ok(response) => response.status() == http::StatusCode::FORBIDDEN,
         Err(e) => e.status() == http::StatusCode::FORBIDDEN,
@@ -139,6 +139,7 @@ pub(crate) async fn run(
     request_id: &HeaderValue,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut budget = None;
+    let mut caller = None;
     match op.auth {
         Auth::Organization => {
             let actor = authenticate(api, &parts, request_id).await?;
@@ -146,7 +147,7 @@ pub(crate) async fn run(
                 budget = limits.check_credential(budget_key(&actor))?;
             }
             // Moved, not cloned: the operation's `Actor` input takes it from here.
-            parts.extensions.insert(Authenticated(actor));
+            caller = Some(Authenticated(Box::new(actor)));
         }
         Auth::Provider => return provider_webhook(api, op, captures, parts, body).await,
         Auth::Invitee => {
@@ -162,11 +163,14 @@ pub(crate) async fn run(
     };
     let result = match key {
         Err(e) => Err(e),
-        Ok(Some(key)) => match scope_of(&parts) {
-            Some(scope) => idempotency::run(api, op, captures, parts, body, scope, key).await,
-            None => conditional::run(api, op, captures, parts, body).await,
+        Ok(Some(key)) => match scope_of(&parts, caller.as_ref()) {
+            Some(scope) => {
+                let scoped = idempotency::ScopedKey { scope, key };
+                idempotency::run(api, op, captures, parts, body, caller, scoped).await
+            }
+            None => conditional::run(api, op, captures, parts, body, caller).await,
         },
-        Ok(None) => conditional::run(api, op, captures, parts, body).await,
+        Ok(None) => conditional::run(api, op, captures, parts, body, caller).await,
     };
     let Some(budget) = budget else {
         return result;
