@@ -183,8 +183,13 @@ impl IdKind {
 
     /// Checks `id` and returns it, or a 400 naming the expected format.
     pub fn parse(self, id: &str) -> Result<String> {
+        self.check(id).map(|()| id.to_owned())
+    }
+
+    /// Checks `id`: [`parse`](Self::parse) for a caller that only reads it, without the copy.
+    pub fn check(self, id: &str) -> Result<()> {
         if self.matches(id) {
-            Ok(id.to_owned())
+            Ok(())
         } else {
             Err(Error::invalid(format!(
                 "{} `{}` is malformed: expected {}",

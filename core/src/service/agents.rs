@@ -213,12 +213,13 @@ impl Service {
         at: Option<ChangeVersions>,
     ) -> Result<Arc<Agent>> {
         actor.require(Permission::AgentsRead)?;
-        let id = IdKind::Agent.parse(agent_id)?;
+        IdKind::Agent.check(agent_id)?;
+        let id = agent_id;
         let version = match at {
             Some(at) => at.agents,
             None => self.repo.change_versions().await?.agents,
         };
-        self.agent_cached_at(&actor.organization_id, &id, version)
+        self.agent_cached_at(&actor.organization_id, id, version)
             .await?
             .ok_or_else(|| Error::not_found(format!("agent {id} not found")))
     }
