@@ -70,7 +70,9 @@ pub(crate) fn run(
         }
         Conditional::TaggedView => {
             let answer = op.run(api.clone(), parts, captures, body, caller);
-            Box::pin(async move {
+            // Made in its box, not on the stack and copied in (as the handler's future is).
+            let slot = Box::new_uninit();
+            let compared = Box::write(slot, async move {
                 let response = tag(answer.await?).await;
                 // Nearly every read sends no condition: then its tag need not be copied out.
                 if if_match.is_none() && if_none_match.is_none() {
@@ -86,7 +88,8 @@ pub(crate) fn run(
                     return Ok(not_modified(response));
                 }
                 Ok(response)
-            })
+            });
+            Box::into_pin(compared)
         }
         Conditional::TaggedWrite | Conditional::Write => {
             let preconditions = Preconditions {

@@ -35,10 +35,16 @@ macro_rules! handler {
     ($handler:ident) => {
         $crate::operation::Handler {
             id: stringify!($handler),
+            // Allocated before the future is made, so that the future is made in its box:
+            // `Box::pin(future)` made it on the stack and copied it whole, states of stages
+            // not begun included (as `Api::handle`'s route future did).
             run: |api, parts, captures, body, caller| {
-                Box::pin($crate::endpoint::run(
-                    api, parts, captures, body, caller, $handler,
-                ))
+                let slot = Box::new_uninit();
+                let future = Box::write(
+                    slot,
+                    $crate::endpoint::run(api, parts, captures, body, caller, $handler),
+                );
+                Box::into_pin(future)
             },
             describe: |schemas| $crate::endpoint::spec($handler, schemas),
         }
