@@ -42,7 +42,12 @@ macro_rules! handler {
                 let slot = Box::new_uninit();
                 let future = Box::write(
                     slot,
-                    $crate::endpoint::run(api, parts, captures, body, caller, $handler),
+                    $crate::endpoint::run(
+                        $crate::endpoint::Cx::new(api, parts, caller),
+                        captures,
+                        body,
+                        $handler,
+                    ),
                 );
                 Box::into_pin(future)
             },
@@ -71,6 +76,11 @@ impl Drop for Cx {
 }
 
 impl Cx {
+    /// What the handler of `parts`, sent by `caller` when authenticated, sees.
+    pub(crate) fn new(api: Api, parts: Parts, caller: Option<Authenticated>) -> Self {
+        Self { api, parts, caller }
+    }
+
     /// The service every operation calls.
     pub(crate) fn service(&self) -> &Service {
         &self.api.service
@@ -133,11 +143,9 @@ pub(crate) trait Reply {
 /// Runs `handler`: takes its inputs in their declared order (credentials before the query
 /// before the body), calls it, and answers.
 pub(crate) async fn run<P, I, O, F, Fut>(
-    api: Api,
-    parts: Parts,
+    mut cx: Cx,
     captures: Captures,
     body: RequestBody,
-    caller: Option<Authenticated>,
     handler: F,
 ) -> Result<Response<ResponseBody>, ApiError>
 where
@@ -147,7 +155,6 @@ where
     F: FnOnce(Cx, P, I) -> Fut,
     Fut: Future<Output = Result<O, ApiError>>,
 {
-    let mut cx = Cx { api, parts, caller };
     let mut body = Some(body);
     let input = I::from_request(&mut cx, &mut body).await?;
     Ok(handler(cx, P::from_captures(captures), input)
