@@ -138,7 +138,7 @@ where
 /// The server's drain, which each connection watches to shut down gracefully when it
 /// begins: hyper-util's `GracefulShutdown`, except that a connection looks at the watch only
 /// once before the drain begins. hyper-util's polled it at every wake of the connection, which
-/// is every request (about 230 instructions of each, an eightieth of a `/healthz`); here a
+/// is every request (about 200 instructions of each, a hundredth of a `/healthz`); here a
 /// connection reads a flag that only the drain writes.
 struct Drain {
     started: Arc<AtomicBool>,

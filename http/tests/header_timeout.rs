@@ -1,7 +1,8 @@
 //! The standalone server's header read timeout (`voiceplane_http::serve_service`) over raw
 //! TCP: a connection that sends no header, part of one, or nothing after its last answer is
 //! closed after `HEADER_READ_TIMEOUT`, while a slow answer and an idle HTTP/2 connection are
-//! not.
+//! not; and at shutdown an idle HTTP/2 connection is sent away at once (the suite's
+//! `server.rs` covers HTTP/1.1's, without a paused clock).
 //!
 //! Here rather than in the suite: pausing the clock needs tokio's `test-util`, which puts a
 //! mutex in tokio's clock, and the suite's dev-dependencies are those of the benches' builds
@@ -252,34 +253,78 @@ async fn a_slow_answer_is_not_cut_off_by_the_header_read_timeout() {
     server.await.unwrap().unwrap();
 }
 
-/// An HTTP/2 connection (h2c with prior knowledge) is not held to HTTP/1.1's header timeout:
-/// it may stay idle between requests (its pings tell whether the peer is still there).
-#[tokio::test(start_paused = true)]
-async fn an_idle_http2_connection_stays_open() {
-    let (addr, stop, server) = serve_paused(Hello::AT_ONCE).await;
+/// An HTTP/2 client of the server at `addr` (h2c with prior knowledge), and the task driving
+/// its connection.
+async fn h2c(
+    addr: std::net::SocketAddr,
+) -> (
+    hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>,
+    tokio::task::JoinHandle<hyper::Result<()>>,
+) {
     let conn = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+    let (sender, connection) = hyper::client::conn::http2::handshake(
         hyper_util::rt::TokioExecutor::new(),
         hyper_util::rt::TokioIo::new(conn),
     )
     .await
     .unwrap();
-    let driving = tokio::spawn(connection);
+    (sender, tokio::spawn(connection))
+}
+
+/// Sends `GET /` over `sender` and checks that `Hello` answers it.
+async fn get_hello(
+    sender: &mut hyper::client::conn::http2::SendRequest<http_body_util::Empty<bytes::Bytes>>,
+    addr: std::net::SocketAddr,
+) {
+    let request = http::Request::get(format!("http://{addr}/"))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), http::StatusCode::OK);
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    assert_eq!(&body[..], b"hello");
+}
+
+/// An HTTP/2 connection (h2c with prior knowledge) is not held to HTTP/1.1's header timeout:
+/// it may stay idle between requests (its pings tell whether the peer is still there).
+#[tokio::test(start_paused = true)]
+async fn an_idle_http2_connection_stays_open() {
+    let (addr, stop, server) = serve_paused(Hello::AT_ONCE).await;
+    let (mut sender, driving) = h2c(addr).await;
     for _ in 0..2 {
-        let request = http::Request::get(format!("http://{addr}/"))
-            .body(http_body_util::Empty::<bytes::Bytes>::new())
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
-        assert_eq!(response.status(), http::StatusCode::OK);
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
-        assert_eq!(&body[..], b"hello");
+        get_hello(&mut sender, addr).await;
         tokio::time::sleep(TIMEOUT * 3).await;
     }
     drop(sender);
     driving.abort();
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
+}
+
+/// At shutdown an idle HTTP/2 connection is told to go away at once: the server returns
+/// without waiting for anything else to wake the connection. (The clock is paused and moves
+/// on by itself while everything waits, so a connection nobody told shows as the time until
+/// its next timer, or the whole grace period, gone by.)
+#[tokio::test(start_paused = true)]
+async fn shutdown_sends_an_idle_http2_connection_away_at_once() {
+    let (addr, stop, server) = serve_paused(Hello::AT_ONCE).await;
+    let (mut sender, driving) = h2c(addr).await;
+    get_hello(&mut sender, addr).await;
+    // Idle after its request, for less than its keep-alive interval: nothing but the drain
+    // wakes the connection before its next ping, due 30 s after its last activity.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let asked = tokio::time::Instant::now();
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "the server waited {:?} for an idle connection",
+        asked.elapsed()
+    );
+    drop(sender);
+    driving.abort();
 }

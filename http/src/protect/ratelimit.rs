@@ -478,7 +478,7 @@ mod tests {
         let budgets: Vec<Budget> = (0..3)
             .map(|_| {
                 limiters
-                    .check_credential(&"key:a".to_owned())
+                    .check_credential(&"apikey_aaaaaaaaaaaa".to_owned())
                     .unwrap()
                     .unwrap()
             })
@@ -488,7 +488,9 @@ mod tests {
             [2, 1, 0]
         );
         assert!(budgets.iter().all(|b| b.limit == 3));
-        let err = limiters.check_credential(&"key:a".to_owned()).unwrap_err();
+        let err = limiters
+            .check_credential(&"apikey_aaaaaaaaaaaa".to_owned())
+            .unwrap_err();
         assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
         let response = err.into_response();
         let retry: u64 = response.headers()[header::RETRY_AFTER]
@@ -499,13 +501,21 @@ mod tests {
         assert!((1..=2).contains(&retry), "{retry}");
         assert_eq!(response.headers()[RATELIMIT_REMAINING], "0");
         // Another credential has its own budget.
-        assert!(limiters.check_credential(&"key:b".to_owned()).is_ok());
+        assert!(
+            limiters
+                .check_credential(&"apikey_bbbbbbbbbbbb".to_owned())
+                .is_ok()
+        );
         // 0 disables.
         let off = Limiters::new(RateLimits {
             per_second: 0,
             ..RateLimits::default()
         });
-        assert!(off.check_credential(&"key:a".to_owned()).unwrap().is_none());
+        assert!(
+            off.check_credential(&"apikey_aaaaaaaaaaaa".to_owned())
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
