@@ -2,7 +2,9 @@
 //! in the organization named by `X-Organization-Id`.
 
 use super::Service;
-use crate::auth::{Actor, Credentials, Principal, UserClaims, hash_secret, is_well_formed_secret};
+use crate::auth::{
+    Actor, Credentials, Principal, UserClaims, hash_secret_in, is_well_formed_secret,
+};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::model::{ApiKey, ApiKeyStatus, MemberStatus};
@@ -53,14 +55,15 @@ impl Service {
         if !is_well_formed_secret(secret) {
             return Err(Error::unauthenticated("API key is malformed"));
         }
-        let hash = hash_secret(secret);
+        let mut hex = [0; 64];
+        let hash = hash_secret_in(secret, &mut hex);
         // The version first: a revocation committed after this read leaves a key read below
         // cached under the older version, so the next request reads it again.
         let versions = self.repo.change_versions().await?;
         let key = self
             .keys
-            .get_or_read(&hash, versions.credentials, || {
-                self.repo.api_key_find_by_hash(&hash)
+            .get_or_read(hash, versions.credentials, || {
+                self.repo.api_key_find_by_hash(hash)
             })
             .await?
             .ok_or_else(|| Error::unauthenticated("API key is not valid"))?;
@@ -87,7 +90,7 @@ impl Service {
                 .api_key_touch(&key.key_id, now, now.add_seconds(-TOUCH_INTERVAL_SECS))
                 .await
             {
-                Ok(()) => self.keys.update(&hash, |key| ApiKey {
+                Ok(()) => self.keys.update(hash, |key| ApiKey {
                     last_used_at: Some(now),
                     ..key.clone()
                 }),
