@@ -8,7 +8,10 @@
 //! 2. status callbacks applied per second (`in-progress` then `completed` for every call of
 //!    step 1), 16 at a time;
 //! 3. dials per second: 500 `POST /api/calls/dial`, then one job runner sending them to a
-//!    local fake Twilio until every call has the provider's id.
+//!    local fake Twilio until every call has the provider's id;
+//! 4. dial send latency (from the dial's 201 to the fake Twilio's request), 50 dials one at a
+//!    time, with the runner idle (the reference) and then with its general lane full of slow
+//!    jobs of another kind (3 s each, 40 of them, as analyses are), p50 and p99.
 //!
 //! ```sh
 //! cargo bench --bench telephony
@@ -25,7 +28,7 @@ use axum::Router;
 use axum::routing::post;
 use serde_json::json;
 use voiceplane_core::Service;
-use voiceplane_core::jobs::RunnerConfig;
+use voiceplane_core::jobs::{Done, Job, JobError, JobHandler, JobRepository, NewJob, RunnerConfig};
 use voiceplane_core::telephony::signature::twilio_signature;
 use voiceplane_suite::sample::percentile;
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, agent_body, http_client, twilio_body};
@@ -266,7 +269,83 @@ async fn run(ctx: &TestContext, name: &str) {
     );
     stop.send(()).unwrap();
     task.await.unwrap();
+
+    // 4. Dial send latency, the runner idle, then busy with slow jobs of another kind.
+    let runner = service
+        .job_runner(RunnerConfig {
+            concurrency: 4,
+            idle_check: Duration::from_millis(50),
+            ..RunnerConfig::default()
+        })
+        .with_handler(SLOW, Arc::new(Slow));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
+    let send_latency = || async {
+        let mut samples = Vec::new();
+        for _ in 0..50 {
+            let before = created.load(Ordering::SeqCst);
+            let (status, body) = c
+                .post(
+                    "/api/calls/dial",
+                    json!({"agent_id": agent_id, "to_number": "+14155550199",
+                           "from_phone_number_id": number_id}),
+                )
+                .await;
+            assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+            let start = Instant::now();
+            while created.load(Ordering::SeqCst) == before {
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "a dial was never sent"
+                );
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            samples.push(start.elapsed());
+        }
+        samples
+    };
+    let mut idle = send_latency().await;
+    let now = ctx.clock.peek();
+    for i in 0..40 {
+        ctx.repo
+            .job_enqueue(&NewJob {
+                job_id: format!("job_slow{i:012}"),
+                kind: SLOW.into(),
+                payload: json!({}),
+                run_at: now,
+                max_attempts: 1,
+                unique_key: None,
+            })
+            .await
+            .unwrap();
+    }
+    service.job_waker().wake();
+    let mut busy = send_latency().await;
+    println!(
+        "{name}: dial send latency, 50 one at a time: runner idle {} | general lane full of \
+         3 s jobs {}",
+        summary(&mut idle),
+        summary(&mut busy)
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
     server.stop().await;
+}
+
+/// The kind of the slow jobs of step 4.
+const SLOW: &str = "bench.slow";
+
+/// A job as slow as a post-call analysis waiting on its model.
+struct Slow;
+
+#[async_trait::async_trait]
+impl JobHandler for Slow {
+    async fn run(&self, _job: &Job) -> Result<Done, JobError> {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        Ok(Done::Finished)
+    }
 }
 
 #[tokio::main]

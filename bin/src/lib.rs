@@ -179,6 +179,9 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
             // Both bounded by the configuration's checks (600 and 10).
             ring_timeout_secs: u32::try_from(config.telephony.ring_timeout_secs).unwrap_or(600),
             attempts: u32::try_from(config.telephony.dial_attempts).unwrap_or(10),
+            reconcile: secs(config.telephony.reconcile_secs),
+            dial_deadline: secs(config.telephony.dial_deadline_secs),
+            max_call: secs(config.runtime.max_call_secs),
             ..Default::default()
         })
         .with_recording_links(voiceplane_http::Api::recording_links(
@@ -369,9 +372,12 @@ pub async fn serve(
         .map_err(|e| Error::Runtime(scrub(&e.to_string(), &config.database.url)))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let runner = service.job_runner(RunnerConfig {
-        lease: std::time::Duration::from_secs(
-            u64::try_from(config.jobs.lease_secs).unwrap_or(u64::MAX),
-        ),
+        lease: secs(config.jobs.lease_secs),
+        lanes: [(
+            voiceplane_core::service::TELEPHONY_LANE.to_owned(),
+            u32::try_from(config.jobs.lanes.telephony).unwrap_or(1000),
+        )]
+        .into(),
         ..RunnerConfig::default()
     });
     let job_kinds = runner.kinds();
@@ -603,6 +609,11 @@ where
             "cannot start the async runtime: {e}"
         ))),
     }
+}
+
+/// A configured number of seconds as a duration (the configuration's checks bound them).
+fn secs(n: usize) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::try_from(n).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use reqwest::Url;
 use serde_json::{Value, json};
 use voiceplane_core::telephony::gateway::{
-    DialRequest, GatewayError, NumberWebhooks, TelephonyGateway,
+    DialLookup, DialRequest, GatewayError, NumberWebhooks, ProviderCall, TelephonyGateway,
 };
+use voiceplane_core::telephony::progress;
 use voiceplane_core::telephony::{
     ProbeOutcome, TelephonyCredentials, TelephonyValidator, client_state,
 };
@@ -168,11 +169,14 @@ impl HttpTelephonyValidator {
         if status.is_success() {
             return Ok(body);
         }
-        if status.as_u16() == 429 || status.is_server_error() {
-            return Err(GatewayError::Unavailable(format!(
-                "{provider} answered with HTTP {}",
-                status.as_u16()
-            )));
+        let answered = || format!("{provider} answered with HTTP {}", status.as_u16());
+        // A 429 is the provider refusing before it acts; a 503 may come from an edge that
+        // passed the request on, and any other 5xx may come after the origin acted.
+        match status.as_u16() {
+            429 => return Err(GatewayError::Unavailable(answered())),
+            503 => return Err(GatewayError::Overloaded(answered())),
+            _ if status.is_server_error() => return Err(GatewayError::Unknown(answered())),
+            _ => {}
         }
         // Twilio: `{"code": 21211, "message": …}`; Telnyx: `{"errors": [{"code", "title",
         // "detail"}]}`.
@@ -379,6 +383,141 @@ impl TelephonyGateway for HttpTelephonyValidator {
         }
     }
 
+    async fn find_dialed(
+        &self,
+        credentials: &TelephonyCredentials,
+        lookup: &DialLookup,
+    ) -> Result<Vec<ProviderCall>, GatewayError> {
+        match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let mut url = endpoint(
+                    &self.twilio,
+                    &["2010-04-01", "Accounts", account_sid, "Calls.json"],
+                );
+                // Twilio filters by day (UTC); the moment is checked on what it answers.
+                let day = lookup.since.to_rfc3339();
+                url.query_pairs_mut()
+                    .append_pair("To", &lookup.to)
+                    .append_pair("From", &lookup.from)
+                    .append_pair("StartTime>", &day[..10])
+                    .append_pair("PageSize", "100");
+                let request = self
+                    .http
+                    .client
+                    .get(url)
+                    .basic_auth(account_sid, Some(auth_token));
+                let body = self.call("twilio", request).await?;
+                let mut found: Vec<(i64, ProviderCall)> = body["calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|call| {
+                        let created = call["date_created"].as_str().and_then(rfc2822_micros)?;
+                        (created >= lookup.since.as_micros()).then(|| (created, twilio_call(call)))
+                    })
+                    .filter_map(|(created, call)| Some((created, call?)))
+                    .collect();
+                found.sort_by_key(|(created, _)| *created);
+                Ok(found.into_iter().map(|(_, call)| call).collect())
+            }
+            TelephonyCredentials::Telnyx {
+                api_key,
+                connection_id,
+                ..
+            } => {
+                let Some(connection_id) = connection_id else {
+                    return Ok(Vec::new());
+                };
+                let state = client_state(&lookup.call_sid);
+                let mut url = endpoint(
+                    &self.telnyx,
+                    &["v2", "connections", connection_id, "active_calls"],
+                );
+                url.query_pairs_mut().append_pair("page[size]", "250");
+                let mut found = Vec::new();
+                // The list is paged by cursor; a connection with more live calls than these
+                // pages hold is far beyond what one organization dials.
+                for _ in 0..MAX_ACTIVE_CALL_PAGES {
+                    let request = self.http.client.get(url.clone()).bearer_auth(api_key);
+                    let body = self.call("telnyx", request).await?;
+                    found.extend(
+                        body["data"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter(|call| call["client_state"].as_str() == Some(state.as_str()))
+                            .filter_map(|call| call["call_control_id"].as_str())
+                            .map(|id| ProviderCall {
+                                provider_call_id: id.to_owned(),
+                                status: None,
+                                duration_seconds: None,
+                            }),
+                    );
+                    match body["meta"]["cursors"]["after"].as_str() {
+                        Some(after) if !after.is_empty() && body["meta"]["next"].is_string() => {
+                            url.query_pairs_mut()
+                                .clear()
+                                .append_pair("page[size]", "250")
+                                .append_pair("page[after]", after);
+                        }
+                        _ => break,
+                    }
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    async fn call_state(
+        &self,
+        credentials: &TelephonyCredentials,
+        provider_call_id: &str,
+    ) -> Result<ProviderCall, GatewayError> {
+        match credentials {
+            TelephonyCredentials::Twilio {
+                account_sid,
+                auth_token,
+            } => {
+                let resource = format!("{provider_call_id}.json");
+                let url = endpoint(
+                    &self.twilio,
+                    &["2010-04-01", "Accounts", account_sid, "Calls", &resource],
+                );
+                let request = self
+                    .http
+                    .client
+                    .get(url)
+                    .basic_auth(account_sid, Some(auth_token));
+                let body = self.call("twilio", request).await?;
+                twilio_call(&body).ok_or_else(|| {
+                    GatewayError::Unknown("twilio answered without the call's sid".into())
+                })
+            }
+            TelephonyCredentials::Telnyx { api_key, .. } => {
+                let url = endpoint(&self.telnyx, &["v2", "calls", provider_call_id]);
+                let request = self.http.client.get(url).bearer_auth(api_key);
+                let body = self.call("telnyx", request).await?;
+                // Telnyx keeps an ended call's status for a while without saying how it
+                // ended; the call's own hang-up event says that, when it arrives.
+                if body["data"]["is_alive"].as_bool() == Some(true) {
+                    Ok(ProviderCall {
+                        provider_call_id: provider_call_id.to_owned(),
+                        status: None,
+                        duration_seconds: None,
+                    })
+                } else {
+                    Err(GatewayError::Rejected {
+                        code: TELNYX_CALL_ENDED.to_owned(),
+                        message: "telnyx: the call has already ended".to_owned(),
+                    })
+                }
+            }
+        }
+    }
+
     async fn answer(
         &self,
         credentials: &TelephonyCredentials,
@@ -434,6 +573,31 @@ impl TelephonyGateway for HttpTelephonyValidator {
             }
         }
     }
+}
+
+/// Telnyx's code for a command on a call that has ended.
+const TELNYX_CALL_ENDED: &str = "90018";
+
+/// Pages of a connection's active calls read when looking for one dial's call.
+const MAX_ACTIVE_CALL_PAGES: usize = 20;
+
+/// A Twilio call resource as voiceplane reads it: its sid, status and duration.
+fn twilio_call(call: &Value) -> Option<ProviderCall> {
+    Some(ProviderCall {
+        provider_call_id: call["sid"].as_str()?.to_owned(),
+        status: call["status"].as_str().and_then(progress::twilio_status),
+        duration_seconds: call["duration"]
+            .as_str()
+            .and_then(|d| d.parse::<f64>().ok())
+            .filter(|d| d.is_finite() && *d >= 0.0),
+    })
+}
+
+/// Twilio's dates (`Tue, 31 Aug 2010 20:36:28 +0000`) as Unix microseconds.
+fn rfc2822_micros(date: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc2822(date)
+        .ok()
+        .map(|d| d.timestamp_micros())
 }
 
 /// The media stream of a Telnyx call: the caller's audio to the runtime, and the runtime's

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
@@ -192,17 +192,24 @@ pub trait JobHandler: Send + Sync {
 
 /// Wakes the runners of this process when a job is enqueued, so that an idle runner starts it
 /// at once instead of at its next check.
-#[derive(Debug, Clone, Default)]
-pub struct JobWaker(Arc<Notify>);
+#[derive(Debug, Clone)]
+pub struct JobWaker(Arc<watch::Sender<u64>>);
+
+impl Default for JobWaker {
+    fn default() -> Self {
+        Self(Arc::new(watch::channel(0).0))
+    }
+}
 
 impl JobWaker {
-    /// Wakes one idle runner (or the next to go idle).
+    /// Wakes every lane of every runner of this process, idle or about to be: each looks for
+    /// due jobs of its kinds once more.
     pub fn wake(&self) {
-        self.0.notify_one();
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    async fn woken(&self) {
-        self.0.notified().await;
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
     }
 }
 
@@ -215,8 +222,11 @@ pub struct RunnerConfig {
     pub lease: Duration,
     /// How long one run may take; longer is a failed attempt (retried).
     pub timeout: Duration,
-    /// Jobs run at once.
+    /// Jobs run at once in the general lane (every kind not put in a lane of its own).
     pub concurrency: u32,
+    /// Jobs run at once in each named lane (see [`JobRunner::with_handler_in`]); a lane not
+    /// named here runs [`Self::concurrency`] at once.
+    pub lanes: HashMap<String, u32>,
     /// Delay before the first retry; doubled at each attempt.
     pub backoff_base: Duration,
     /// Longest delay between attempts.
@@ -234,6 +244,7 @@ impl Default for RunnerConfig {
             lease: Duration::from_secs(60),
             timeout: Duration::from_secs(30),
             concurrency: 4,
+            lanes: HashMap::new(),
             backoff_base: Duration::from_secs(5),
             backoff_max: Duration::from_secs(3600),
             idle_check: Duration::from_secs(5),
@@ -247,9 +258,14 @@ pub struct JobRunner {
     repo: Arc<dyn JobRepository>,
     clock: Arc<dyn Clock>,
     handlers: HashMap<String, Arc<dyn JobHandler>>,
+    /// The lane of each kind put in one; the others run in the general lane.
+    lane_of: HashMap<String, String>,
     waker: JobWaker,
     config: RunnerConfig,
 }
+
+/// The name of the general lane, in logs.
+const GENERAL_LANE: &str = "general";
 
 impl JobRunner {
     /// A runner over `repo` with no handlers yet; `waker` is the one the enqueuing side holds.
@@ -263,15 +279,48 @@ impl JobRunner {
             repo,
             clock,
             handlers: HashMap::new(),
+            lane_of: HashMap::new(),
             waker,
             config,
         }
     }
 
-    /// Runs jobs of `kind` with `handler`.
+    /// Runs jobs of `kind` with `handler`, in the general lane.
     pub fn with_handler(mut self, kind: &str, handler: Arc<dyn JobHandler>) -> Self {
         self.handlers.insert(kind.to_owned(), handler);
+        self.lane_of.remove(kind);
         self
+    }
+
+    /// Runs jobs of `kind` with `handler` in the lane `lane`: its own runs at once
+    /// ([`RunnerConfig::lanes`]) and its own claims, so that no job of another lane, however
+    /// slow or many, delays it.
+    pub fn with_handler_in(mut self, lane: &str, kind: &str, handler: Arc<dyn JobHandler>) -> Self {
+        self.handlers.insert(kind.to_owned(), handler);
+        self.lane_of.insert(kind.to_owned(), lane.to_owned());
+        self
+    }
+
+    /// Each lane's name, kinds (sorted) and jobs run at once.
+    fn lanes(&self) -> Vec<(String, Vec<String>, u32)> {
+        let mut lanes: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for kind in self.kinds() {
+            let lane = self.lane_of.get(&kind).map_or(GENERAL_LANE, String::as_str);
+            lanes.entry(lane).or_default().push(kind);
+        }
+        lanes
+            .into_iter()
+            .map(|(lane, kinds)| {
+                let concurrency = self
+                    .config
+                    .lanes
+                    .get(lane)
+                    .copied()
+                    .unwrap_or(self.config.concurrency)
+                    .max(1);
+                (lane.to_owned(), kinds, concurrency)
+            })
+            .collect()
     }
 
     /// The delay before the attempt after `attempts` failed ones: `backoff_base · 2^(n-1)`,
@@ -288,20 +337,38 @@ impl JobRunner {
         full.mul_f64(1.0 - jitter)
     }
 
-    /// Claims and runs jobs until `shutdown` resolves; then lets running jobs finish for
-    /// [`RunnerConfig::shutdown_grace`] and hands back the rest.
+    /// Claims and runs jobs until `shutdown` resolves, each lane on its own; then lets
+    /// running jobs finish for [`RunnerConfig::shutdown_grace`] and hands back the rest.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         let this = Arc::new(self);
+        let (stop, stopped) = watch::channel(false);
+        let mut lanes = JoinSet::new();
+        for (_, kinds, concurrency) in this.lanes() {
+            lanes.spawn(this.clone().run_lane(kinds, concurrency, stopped.clone()));
+        }
+        shutdown.await;
+        let _ = stop.send(true);
+        while lanes.join_next().await.is_some() {}
+    }
+
+    /// One lane: claims due jobs of `kinds` while fewer than `concurrency` of them run.
+    async fn run_lane(
+        self: Arc<Self>,
+        kinds: Vec<String>,
+        concurrency: u32,
+        mut stopped: watch::Receiver<bool>,
+    ) {
+        let this = self;
+        let mut woken = this.waker.subscribe();
         let mut running: JoinSet<()> = JoinSet::new();
         let held: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-        tokio::pin!(shutdown);
         loop {
             while running.try_join_next().is_some() {}
-            let free = this.config.concurrency.saturating_sub(running.len() as u32);
+            let free = concurrency.saturating_sub(running.len() as u32);
             let claimed = if free == 0 {
                 Vec::new()
             } else {
-                this.claim(free).await
+                this.claim(&kinds, free).await
             };
             let idle = claimed.is_empty();
             for job in claimed {
@@ -320,11 +387,14 @@ impl JobRunner {
             let wait = if free == 0 {
                 this.config.idle_check
             } else {
-                this.until_next_due().await
+                this.until_next_due(&kinds).await
             };
+            if *stopped.borrow() {
+                break;
+            }
             tokio::select! {
-                () = &mut shutdown => break,
-                () = this.waker.woken() => {}
+                _ = stopped.changed() => break,
+                _ = woken.changed() => {}
                 () = tokio::time::sleep(wait) => {}
                 Some(_) = running.join_next(), if !running.is_empty() => {}
             }
@@ -364,12 +434,12 @@ impl JobRunner {
         kinds
     }
 
-    async fn claim(&self, limit: u32) -> Vec<Job> {
+    async fn claim(&self, kinds: &[String], limit: u32) -> Vec<Job> {
         let now = self.clock.now();
         let lease_until = now.plus(self.config.lease);
         match self
             .repo
-            .job_claim(&self.config.worker, &self.kinds(), now, lease_until, limit)
+            .job_claim(&self.config.worker, kinds, now, lease_until, limit)
             .await
         {
             Ok(jobs) => jobs,
@@ -381,9 +451,9 @@ impl JobRunner {
     }
 
     /// How long to sleep while idle: until the next due job, at most `idle_check`.
-    async fn until_next_due(&self) -> Duration {
+    async fn until_next_due(&self, kinds: &[String]) -> Duration {
         let cap = self.config.idle_check;
-        match self.repo.job_next_due(&self.kinds()).await {
+        match self.repo.job_next_due(kinds).await {
             Ok(Some(due)) => due.saturating_since(self.clock.now()).min(cap),
             Ok(None) => cap,
             Err(e) => {

@@ -77,6 +77,7 @@ fn config(worker: &str) -> RunnerConfig {
         lease: Duration::from_secs(60),
         timeout: Duration::from_secs(10),
         concurrency: 4,
+        lanes: Default::default(),
         backoff_base: Duration::from_micros(1),
         backoff_max: Duration::from_millis(1),
         idle_check: Duration::from_millis(200),
@@ -558,7 +559,52 @@ async fn a_wake_up_during_a_run_is_not_lost(ctx: &TestContext) {
     }
 }
 
+/// A lane's jobs never wait behind another lane's: while every run of the general lane is
+/// held by a hung job, a job of the telephony lane (a dial, say) still runs at once.
+async fn a_lane_of_its_own_never_waits_behind_other_jobs(ctx: &TestContext) {
+    let hung = Script::with(vec![None, None, None, None]);
+    let dial = Script::with(vec![]);
+    for i in 0..4 {
+        ctx.repo
+            .job_enqueue(&new_job(&format!("slow{i}"), 1))
+            .await
+            .unwrap();
+    }
+    let mut urgent = new_job("dial", 1);
+    urgent.kind = "dial".into();
+    ctx.repo.job_enqueue(&urgent).await.unwrap();
+    let waker = JobWaker::default();
+    let mut config = config("w-lanes");
+    config.lanes = [("telephony".to_owned(), 2)].into();
+    let runner = JobRunner::new(
+        Arc::new(ctx.repo.clone()),
+        ctx.clock.clone(),
+        waker.clone(),
+        config,
+    )
+    .with_handler("test", hung.clone())
+    .with_handler_in("telephony", "dial", dial.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(runner.run(async move {
+        let _ = stopped.await;
+    }));
+    waker.wake();
+    eventually("the hung jobs hold the general lane", || async {
+        hung.seen().len() == 4
+    })
+    .await;
+    eventually("the lane's job runs", || async {
+        status(ctx, "job_dial").await.is_none()
+    })
+    .await;
+    assert_eq!(dial.seen(), vec![("job_dial".to_owned(), 1)]);
+    assert_eq!(status(ctx, "job_slow0").await, Some(JobStatus::Running));
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 db_tests!(
+    a_lane_of_its_own_never_waits_behind_other_jobs,
     a_wake_up_during_a_run_is_not_lost,
     an_idle_runner_leaves_foreign_jobs_alone_and_sleeps,
     a_job_runs_once_and_is_gone,

@@ -48,11 +48,32 @@ pub struct JobsSettings {
     /// process died is run again after this.
     #[serde(deserialize_with = "deserialize_usize")]
     pub lease_secs: usize,
+    /// `jobs.lanes.*`: the lanes of jobs that run apart from the others.
+    pub lanes: JobLanes,
 }
 
 impl Default for JobsSettings {
     fn default() -> Self {
-        Self { lease_secs: 60 }
+        Self {
+            lease_secs: 60,
+            lanes: JobLanes::default(),
+        }
+    }
+}
+
+/// `jobs.lanes.*`: how many jobs of each lane run at once in an instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobLanes {
+    /// `jobs.lanes.telephony`: dials, Telnyx answers and rejections, reconciliation and
+    /// campaign pacing, which never wait behind the other jobs (default 8).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub telephony: usize,
+}
+
+impl Default for JobLanes {
+    fn default() -> Self {
+        Self { telephony: 8 }
     }
 }
 

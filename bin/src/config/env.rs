@@ -303,6 +303,10 @@ mod tests {
                     | "rate_limit.auth_failures_per_minute"
                     | "telephony.ring_timeout_secs"
                     | "telephony.dial_attempts" => "5",
+                    "telephony.reconcile_secs"
+                    | "telephony.dial_deadline_secs"
+                    | "runtime.max_call_secs"
+                    | "jobs.lanes.telephony" => "20",
                     "http.trusted_proxies" => "10.0.0.0/8, 127.0.0.1",
                     "storage.backend" => "s3",
                     "storage.path_style"

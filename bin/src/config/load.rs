@@ -197,6 +197,31 @@ impl Config {
                 "must be between 1 and 10",
             ));
         }
+        for (key, value, range) in [
+            (
+                "telephony.reconcile_secs",
+                self.telephony.reconcile_secs,
+                10..=86_400,
+            ),
+            (
+                "telephony.dial_deadline_secs",
+                self.telephony.dial_deadline_secs,
+                5..=86_400,
+            ),
+            (
+                "runtime.max_call_secs",
+                self.runtime.max_call_secs,
+                10..=86_400,
+            ),
+            ("jobs.lanes.telephony", self.jobs.lanes.telephony, 1..=1000),
+        ] {
+            if !range.contains(&value) {
+                return Err(ConfigError::new(
+                    key,
+                    format!("must be between {} and {}", range.start(), range.end()),
+                ));
+            }
+        }
 
         if self.http.max_body_bytes == 0 {
             return Err(ConfigError::new(

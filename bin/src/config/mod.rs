@@ -31,7 +31,7 @@ mod upstreams;
 mod web;
 
 pub use background::{
-    AuditSettings, EventsSettings, JobsSettings, RetentionSettings, WebhooksSettings,
+    AuditSettings, EventsSettings, JobLanes, JobsSettings, RetentionSettings, WebhooksSettings,
 };
 pub use env::EnvLayer;
 pub use error::ConfigError;
@@ -43,7 +43,8 @@ pub use settings::{
     AuthConfig, Config, DatabaseConfig, SecretsConfig, StorageBackend, StorageConfig,
 };
 pub use upstreams::{
-    ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, TelephonyConfig, TelephonyProviderConfig,
+    ProviderOneConfig, ProviderTwoConfig, ProvidersConfig, RuntimeConfig, TelephonyConfig,
+    TelephonyProviderConfig,
 };
 /// Default of `http.max_body_bytes`: the HTTP adapter's own default, 1 MiB.
 pub use voiceplane_http::DEFAULT_MAX_BODY_BYTES;
@@ -91,6 +92,9 @@ pub const KEYS: &[&str] = &[
     "telephony.telnyx.base_url",
     "telephony.ring_timeout_secs",
     "telephony.dial_attempts",
+    "telephony.reconcile_secs",
+    "telephony.dial_deadline_secs",
+    "runtime.max_call_secs",
     "http.max_body_bytes",
     "http.max_upload_bytes",
     "http.cors_allowed_origins",
@@ -101,6 +105,7 @@ pub const KEYS: &[&str] = &[
     "webhooks.retry_schedule",
     "webhooks.allow_private_targets",
     "jobs.lease_secs",
+    "jobs.lanes.telephony",
     "retention.sweep_interval_secs",
     "embeddings.base_url",
     "embeddings.api_key",

@@ -13,7 +13,7 @@ use super::lenient::{deserialize_bool, deserialize_opt_u32, deserialize_usize};
 use super::{
     AuditSettings, ConfigError, ConsoleSettings, EmbeddingsConfig, EventsSettings, HttpSettings,
     JobsSettings, KnowledgeConfig, LogSettings, MetricsSettings, ProvidersConfig,
-    RateLimitSettings, RetentionSettings, Secret, TelephonyConfig, WebhooksSettings,
+    RateLimitSettings, RetentionSettings, RuntimeConfig, Secret, TelephonyConfig, WebhooksSettings,
 };
 
 /// The whole configuration. Field names are the dotted keys of [`KEYS`](super::KEYS), which
@@ -37,6 +37,8 @@ pub struct Config {
     pub providers: ProvidersConfig,
     /// `telephony.*`: the telephony providers probed when validating integrations.
     pub telephony: TelephonyConfig,
+    /// `runtime.*`: the calls the agents run.
+    pub runtime: RuntimeConfig,
     /// `http.*`: limits of the HTTP adapter.
     pub http: HttpSettings,
     /// `events.*`: how long events are kept.
@@ -74,6 +76,7 @@ impl Default for Config {
             secrets: SecretsConfig::default(),
             providers: ProvidersConfig::default(),
             telephony: TelephonyConfig::default(),
+            runtime: RuntimeConfig::default(),
             http: HttpSettings::default(),
             events: EventsSettings::default(),
             audit: AuditSettings::default(),

@@ -71,6 +71,32 @@ pub struct TelephonyConfig {
     /// created nothing (unreachable, 429, 5xx) (default 3).
     #[serde(deserialize_with = "super::lenient::deserialize_usize")]
     pub dial_attempts: usize,
+    /// `telephony.reconcile_secs`: how long the provider is asked for the call a dial of
+    /// unclear outcome may have made before it ends `dial_outcome_unknown` (default 300).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub reconcile_secs: usize,
+    /// `telephony.dial_deadline_secs`: a dial not sent within this many seconds of its
+    /// request is never sent, `dial_expired` (default 60).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub dial_deadline_secs: usize,
+}
+
+/// `runtime.*`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// `runtime.max_call_secs`: the longest a call runs; one reported `in_progress` for a
+    /// minute longer is asked about at its provider (default 1800).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub max_call_secs: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_call_secs: 1800,
+        }
+    }
 }
 
 impl Default for TelephonyConfig {
@@ -78,6 +104,8 @@ impl Default for TelephonyConfig {
         Self {
             ring_timeout_secs: 30,
             dial_attempts: 3,
+            reconcile_secs: 300,
+            dial_deadline_secs: 60,
             twilio: TelephonyProviderConfig {
                 base_url: "https://api.twilio.com".to_owned(),
             },

@@ -5,8 +5,12 @@ use std::time::Duration;
 
 use serde_json::json;
 use voiceplane_clients::{HttpTelephonyValidator, TelephonySettings};
-use voiceplane_core::telephony::gateway::{GatewayError, NumberWebhooks, TelephonyGateway};
+use voiceplane_core::model::CallStatus;
+use voiceplane_core::telephony::gateway::{
+    DialLookup, DialRequest, GatewayError, NumberWebhooks, TelephonyGateway,
+};
 use voiceplane_core::telephony::{ProbeOutcome, TelephonyCredentials, TelephonyValidator};
+use voiceplane_core::time::Timestamp;
 use wiremock::matchers::{any, basic_auth, bearer_token, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -341,11 +345,170 @@ async fn provider_refusals_and_outages_are_told_apart() {
         .unwrap_err();
     assert_eq!(
         err,
-        GatewayError::Unavailable("twilio answered with HTTP 503".into())
+        GatewayError::Overloaded("twilio answered with HTTP 503".into())
     );
     let err = v.find_number(&telnyx(), "+14155550123").await.unwrap_err();
     assert_eq!(
         err,
         GatewayError::Unavailable("telnyx could not be reached".into())
     );
+}
+
+fn dial_request() -> DialRequest {
+    DialRequest {
+        call_sid: "call_0123456789abcdef01234567".into(),
+        agent_id: "agent_0123456789abcdef".into(),
+        to: "+14155550199".into(),
+        from: "+14155550100".into(),
+        stream_url: "wss://rt.example.com/media/call_0123456789abcdef01234567".into(),
+        status_url: "https://vp.example.com/telephony/twilio/int_1/status/call_0".into(),
+        events_url: "https://vp.example.com/telephony/telnyx/int_1/events".into(),
+        ring_timeout_secs: 30,
+        machine_detection: false,
+    }
+}
+
+/// What a failed dial proves decides what may follow it (DESIGN §23): a 429 or a refused
+/// connection reached nothing (`Unavailable`), a 503 may have come from an edge that passed it
+/// on (`Overloaded`), and a 500, 502 or 504 may come after the call was made (`Unknown`).
+#[tokio::test]
+async fn dial_failures_are_told_apart_by_what_they_prove() {
+    for (status, expected) in [
+        (
+            429,
+            GatewayError::Unavailable("twilio answered with HTTP 429".into()),
+        ),
+        (
+            503,
+            GatewayError::Overloaded("twilio answered with HTTP 503".into()),
+        ),
+        (
+            500,
+            GatewayError::Unknown("twilio answered with HTTP 500".into()),
+        ),
+        (
+            502,
+            GatewayError::Unknown("twilio answered with HTTP 502".into()),
+        ),
+        (
+            504,
+            GatewayError::Unknown("twilio answered with HTTP 504".into()),
+        ),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(status).set_body_string(UPSTREAM_BODY))
+            .mount(&server)
+            .await;
+        let v = validator(&server.uri(), &server.uri());
+        let err = v.dial(&twilio(), &dial_request()).await.unwrap_err();
+        assert_eq!(err, expected, "HTTP {status}");
+    }
+    let v = validator(&refused_url(), &refused_url());
+    let err = v.dial(&twilio(), &dial_request()).await.unwrap_err();
+    assert!(matches!(err, GatewayError::Unavailable(_)), "{err:?}");
+}
+
+/// Twilio's calls from the number to the callee created since the dial's mark (by
+/// `date_created`, RFC 2822), oldest first, with their status; a call's state by its sid; a
+/// sid Twilio does not know is gone (20404).
+#[tokio::test]
+async fn a_twilio_dials_calls_are_listed_and_a_calls_state_read() {
+    let server = MockServer::start().await;
+    let calls = format!("/2010-04-01/Accounts/{SID}/Calls.json");
+    Mock::given(method("GET"))
+        .and(path(calls.clone()))
+        .and(query_param("To", "+14155550199"))
+        .and(query_param("From", "+14155550100"))
+        .and(query_param("StartTime>", "2026-01-01"))
+        .and(basic_auth(SID, TOKEN))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"calls": [
+            {"sid": "CAlate", "status": "in-progress", "date_created": "Thu, 01 Jan 2026 00:00:09 +0000"},
+            {"sid": "CAbefore", "status": "completed", "date_created": "Wed, 31 Dec 2025 23:58:00 +0000"},
+            {"sid": "CAfirst", "status": "ringing", "date_created": "Thu, 01 Jan 2026 00:00:05 +0000"},
+        ]})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{SID}/Calls/CAfirst.json"
+        )))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"sid": "CAfirst", "status": "completed", "duration": "61"})),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!(
+            "/2010-04-01/Accounts/{SID}/Calls/CAgone.json"
+        )))
+        .respond_with(
+            ResponseTemplate::new(404)
+                .set_body_json(json!({"code": 20404, "message": "not found", "status": 404})),
+        )
+        .mount(&server)
+        .await;
+    let v = validator(&server.uri(), &server.uri());
+    let lookup = DialLookup {
+        call_sid: "call_0123456789abcdef01234567".into(),
+        to: "+14155550199".into(),
+        from: "+14155550100".into(),
+        since: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z", "since").unwrap(),
+    };
+    let found = v.find_dialed(&twilio(), &lookup).await.unwrap();
+    let ids: Vec<&str> = found.iter().map(|c| c.provider_call_id.as_str()).collect();
+    assert_eq!(ids, ["CAfirst", "CAlate"]);
+    assert_eq!(found[0].status, Some(CallStatus::Ringing));
+    assert_eq!(found[1].status, Some(CallStatus::InProgress));
+    let state = v.call_state(&twilio(), "CAfirst").await.unwrap();
+    assert_eq!(state.status, Some(CallStatus::Completed));
+    assert_eq!(state.duration_seconds, Some(61.0));
+    let gone = v.call_state(&twilio(), "CAgone").await.unwrap_err();
+    assert!(gone.call_is_gone(), "{gone:?}");
+}
+
+/// Telnyx: the connection's active calls, matched by the dial's `client_state`; a call that
+/// is no longer alive is gone.
+#[tokio::test]
+async fn a_telnyx_dials_call_is_found_by_its_client_state() {
+    let server = MockServer::start().await;
+    let lookup = DialLookup {
+        call_sid: "call_0123456789abcdef01234567".into(),
+        to: "+14155550199".into(),
+        from: "+14155550100".into(),
+        since: Timestamp::from_micros(0),
+    };
+    let state = voiceplane_core::telephony::client_state(&lookup.call_sid);
+    Mock::given(method("GET"))
+        .and(path("/v2/connections/conn-1/active_calls"))
+        .and(bearer_token(TELNYX_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "data": [
+                {"call_control_id": "v3:other", "client_state": "b3RoZXI="},
+                {"call_control_id": "v3:ours", "client_state": state},
+            ],
+            "meta": {"total_items": 2}
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/calls/v3:ended"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": {"call_control_id": "v3:ended", "is_alive": false}})),
+        )
+        .mount(&server)
+        .await;
+    let credentials = TelephonyCredentials::Telnyx {
+        api_key: TELNYX_KEY.into(),
+        public_key: None,
+        connection_id: Some("conn-1".into()),
+    };
+    let v = validator(&server.uri(), &server.uri());
+    let found = v.find_dialed(&credentials, &lookup).await.unwrap();
+    let ids: Vec<&str> = found.iter().map(|c| c.provider_call_id.as_str()).collect();
+    assert_eq!(ids, ["v3:ours"]);
+    let gone = v.call_state(&credentials, "v3:ended").await.unwrap_err();
+    assert!(gone.call_is_gone(), "{gone:?}");
 }

@@ -176,7 +176,7 @@ impl RetryPolicy {
         now: Timestamp,
     ) -> (RecipientStatus, Option<Timestamp>) {
         use crate::model::CallStatus;
-        if call.dial_outcome_unknown() {
+        if call.ended_provisionally() {
             return (RecipientStatus::Failed, None);
         }
         let outcome = match call.status {

@@ -4,8 +4,40 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::jobs::NewJob;
-use crate::model::{Call, Event, Integration, PhoneNumber};
+use crate::model::{
+    Call, CampaignStatus, Event, EventStamp, Integration, OrganizationSettings, PhoneNumber, Unsent,
+};
 use crate::telephony::TelephonyProvider;
+use crate::time::Timestamp;
+
+/// What the checks of a dial about to be sent read, in the transaction that marks it sent.
+#[derive(Debug)]
+pub struct DialFacts<'a> {
+    /// The call, queued and not yet sent.
+    pub call: &'a Call,
+    /// Its organization's settings (calling hours, zone).
+    pub settings: &'a OrganizationSettings,
+    /// Its campaign's status, for a campaign's call.
+    pub campaign: Option<CampaignStatus>,
+    /// Whether the callee is on the suppression list now.
+    pub suppressed: bool,
+    /// Whether the month's credits have reached the organization's limit.
+    pub out_of_credit: bool,
+}
+
+/// The send-time checks: why the call must not be sent, if it must not.
+pub type DialCheck = Box<dyn FnOnce(&DialFacts<'_>) -> Option<Unsent> + Send>;
+
+/// What [`TelephonyRepository::call_dial_mark`] did.
+#[derive(Debug)]
+pub enum DialMark {
+    /// The call is marked `dial_started_at`: send it, once.
+    Marked(Call),
+    /// The checks stopped it: the call has ended with this reason and is never sent.
+    Unsent(Call, Unsent),
+    /// It is no longer to be sent (canceled, sent, gone); nothing was written.
+    Skip,
+}
 
 /// What the provider webhooks and the dial need beyond [`super::CallRepository`]: lookups
 /// by what a provider knows (an integration id alone, a number, its own call id), and
@@ -33,6 +65,29 @@ pub trait TelephonyRepository: Send + Sync {
     /// organization's row is locked while they are counted, so instances racing each other
     /// cannot both pass); nothing is written then.
     async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)>;
+    /// Marks the queued call `call_sid` as being sent at `now` (`dial_started_at`), after
+    /// `check` found nothing against it in the same transaction, which locks the organization
+    /// (as suppression writes do, so that a number suppressed before this commits is never
+    /// rung), the call's campaign and the call, in that order. When `check` answers a reason,
+    /// the call ends with it instead (recording `stamp`'s event, and a campaign's recipient
+    /// going back to where it was).
+    async fn call_dial_mark(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        now: Timestamp,
+        check: DialCheck,
+        stamp: &EventStamp,
+    ) -> Result<DialMark>;
+    /// Calls placed through a provider that no report has moved for longer than they could
+    /// last: `queued` or `ringing` (with a provider call id) since before `ringing_before`,
+    /// `in_progress` since before `talking_before`; at most `limit`, the longest silent first.
+    async fn calls_overdue(
+        &self,
+        ringing_before: Timestamp,
+        talking_before: Timestamp,
+        limit: u64,
+    ) -> Result<Vec<Call>>;
     /// The organization's call that `provider` knows as `provider_call_id`.
     async fn call_find_provider(
         &self,

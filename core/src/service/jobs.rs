@@ -16,6 +16,10 @@ use crate::repo::Repository;
 use crate::time::Clock;
 use crate::webhooks::{TargetPolicy, WebhookSender};
 
+/// The lane of the telephony jobs (dials, Telnyx commands, reconciliation, campaign pacing):
+/// its size is `RunnerConfig::lanes["telephony"]` (`jobs.lanes.telephony`).
+pub const TELEPHONY_LANE: &str = "telephony";
+
 /// The kind of the recurring job that deletes events older than the retention period.
 pub const EVENTS_SWEEP: &str = "events.sweep";
 
@@ -110,21 +114,32 @@ impl Service {
             None => runner,
         };
         // Without a gateway, calls (and campaigns) wait (queued) for an instance that has one.
+        // Their jobs run in a lane of their own: a person waiting for a call, or a call
+        // waiting to be answered, never waits behind an analysis or a document.
         let runner = match &self.gateway {
             Some(_) => runner
-                .with_handler(
+                .with_handler_in(
+                    TELEPHONY_LANE,
                     super::telephony::CALL_DIAL,
                     Arc::new(super::telephony::DialCall(self.clone())),
                 )
-                .with_handler(
+                .with_handler_in(
+                    TELEPHONY_LANE,
                     super::telephony::TELNYX_ANSWER,
                     Arc::new(super::telephony::TelnyxCommand(self.clone())),
                 )
-                .with_handler(
+                .with_handler_in(
+                    TELEPHONY_LANE,
                     super::telephony::TELNYX_REJECT,
                     Arc::new(super::telephony::TelnyxCommand(self.clone())),
                 )
-                .with_handler(
+                .with_handler_in(
+                    TELEPHONY_LANE,
+                    super::telephony::CALLS_RECONCILE,
+                    Arc::new(super::telephony::ReconcileCalls(self.clone())),
+                )
+                .with_handler_in(
+                    TELEPHONY_LANE,
                     super::campaigns::CAMPAIGN_PACE,
                     Arc::new(super::campaigns::PaceCampaign(self.clone())),
                 ),
@@ -212,12 +227,16 @@ impl Service {
             unique_key: Some(EVENTS_SWEEP.to_owned()),
         };
         let mut enqueued = false;
-        for job in [
+        let mut recurring = vec![
             events,
             self.retention_sweep_job(),
             self.idempotency_sweep_job(),
             self.audit_sweep_job(),
-        ] {
+        ];
+        if self.gateway.is_some() {
+            recurring.push(self.reconcile_job());
+        }
+        for job in recurring {
             enqueued |= self.repo.job_enqueue(&job).await?;
         }
         if enqueued {

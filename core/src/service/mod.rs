@@ -43,7 +43,7 @@ pub use campaigns::{CAMPAIGN_PACE, MAX_CSV_BYTES, RecipientsBody, pace_key};
 mod idempotency;
 mod integrations;
 mod jobs;
-pub use jobs::EVENTS_SWEEP;
+pub use jobs::{EVENTS_SWEEP, TELEPHONY_LANE};
 mod members;
 mod phone_numbers;
 mod retention;
@@ -51,8 +51,8 @@ pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
 mod suppressions;
 mod telephony;
 pub use telephony::{
-    CALL_DIAL, CallSession, DialSettings, TELNYX_ANSWER, TELNYX_REJECT, TelnyxWebhook,
-    TwilioWebhook,
+    CALL_DIAL, CALLS_RECONCILE, CallSession, DialSettings, TELNYX_ANSWER, TELNYX_REJECT,
+    TelnyxWebhook, TwilioWebhook,
 };
 mod tools;
 mod usage;

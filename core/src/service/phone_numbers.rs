@@ -265,9 +265,9 @@ impl Service {
             GatewayError::Rejected { code, message } => {
                 Error::Upstream(format!("{message} (code {code})"))
             }
-            GatewayError::Unavailable(sentence) | GatewayError::Unknown(sentence) => {
-                Error::Upstream(sentence)
-            }
+            GatewayError::Unavailable(sentence)
+            | GatewayError::Overloaded(sentence)
+            | GatewayError::Unknown(sentence) => Error::Upstream(sentence),
         };
         let provider_number_id = gateway
             .find_number(&credentials, &number.phone_number)

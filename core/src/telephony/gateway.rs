@@ -70,19 +70,62 @@ pub enum GatewayError {
         /// The provider's message, shortened.
         message: String,
     },
-    /// The provider could not be asked, and certainly did nothing: unreachable, 429 or a 5xx.
+    /// The provider certainly did nothing: it could not be reached (a refused connection, a
+    /// name that did not resolve) or it answered 429.
     Unavailable(String),
-    /// The request may or may not have reached the provider: no answer in time, or the
-    /// connection broke after it was sent. Sending it again might do it twice.
+    /// The provider answered 503. Its edge may still have passed the request on, so what it
+    /// did is asked ([`TelephonyGateway::find_dialed`]) before anything is sent again.
+    Overloaded(String),
+    /// The request may or may not have done what it asked: any other 5xx (an edge can fail
+    /// or time out while the origin creates the call), no answer in time, or a connection
+    /// that broke after the request was sent. Sending it again might do it twice.
     Unknown(String),
 }
 
 impl GatewayError {
+    /// The sentence, whatever the kind.
+    pub fn sentence(&self) -> &str {
+        match self {
+            Self::NotFound(why)
+            | Self::Unavailable(why)
+            | Self::Overloaded(why)
+            | Self::Unknown(why) => why,
+            Self::Rejected { message, .. } => message,
+        }
+    }
+
     /// Whether the provider says the call it was asked about no longer exists (Twilio 20404,
     /// Telnyx 90018): it has ended.
     pub fn call_is_gone(&self) -> bool {
         matches!(self, Self::Rejected { code, .. } if code == "20404" || code == "90018")
     }
+}
+
+/// What identifies a call a dial may have created, for asking the provider after an answer
+/// that left it unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialLookup {
+    /// voiceplane's id of the call (Telnyx's `client_state`).
+    pub call_sid: String,
+    /// Whom the dial called, E.164.
+    pub to: String,
+    /// The number it called from, E.164.
+    pub from: String,
+    /// The earliest moment a call of this dial can have been created at the provider: the
+    /// dial's mark minus a minute for the clocks' difference.
+    pub since: crate::time::Timestamp,
+}
+
+/// A call the provider has, as a lookup found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderCall {
+    /// The provider's id (Twilio's `CallSid`, Telnyx's `call_control_id`).
+    pub provider_call_id: String,
+    /// Its status in voiceplane's terms, when the provider says (Telnyx's active calls say
+    /// only that they are alive).
+    pub status: Option<crate::model::CallStatus>,
+    /// How long it lasted, in seconds, once it has ended.
+    pub duration_seconds: Option<f64>,
 }
 
 /// A telephony provider's API, for the integrations' credentials.
@@ -113,6 +156,24 @@ pub trait TelephonyGateway: Send + Sync + 'static {
         credentials: &TelephonyCredentials,
         dial: &DialRequest,
     ) -> Result<String, GatewayError>;
+
+    /// The calls the provider created that `lookup` may have made, oldest first: Twilio's
+    /// calls from `from` to `to` created since `lookup.since`; Telnyx's active calls of the
+    /// connection whose `client_state` is the call's. Which of them is the dial's is the
+    /// caller's to decide (a Twilio call another of its calls holds is not).
+    async fn find_dialed(
+        &self,
+        credentials: &TelephonyCredentials,
+        lookup: &DialLookup,
+    ) -> Result<Vec<ProviderCall>, GatewayError>;
+
+    /// Where the provider's call `provider_call_id` stands. A call the provider no longer
+    /// knows, or has ended without saying how (Telnyx), is [`GatewayError::call_is_gone`].
+    async fn call_state(
+        &self,
+        credentials: &TelephonyCredentials,
+        provider_call_id: &str,
+    ) -> Result<ProviderCall, GatewayError>;
 
     /// Telnyx: answers the incoming call `call_control_id`, streaming its media to
     /// `stream_url`; `call_sid` is the `client_state` and `command_id`.

@@ -14,7 +14,7 @@ use sea_orm::{
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
     AuditedChange, Call, CallStatus, Campaign, CampaignCounts, CampaignStatus, Event, EventStamp,
-    Recipient, RecipientStatus,
+    Recipient, RecipientStatus, Unsent,
 };
 use voiceplane_core::page::PageQuery;
 use voiceplane_core::repo::{
@@ -228,7 +228,7 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
         return Ok(());
     };
     // An ended call moves on only from a dial of unknown outcome, to what a report says.
-    let revived = before.dial_outcome_unknown() && !after.dial_outcome_unknown();
+    let revived = before.ended_provisionally() && !after.ended_provisionally();
     if !is_terminal(after.status) || (is_terminal(before.status) && !revived) {
         return Ok(());
     }
@@ -244,6 +244,29 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     let Some(campaign) = read(db, &after.organization_id, campaign_id, false).await? else {
         return Ok(());
     };
+    if let Some(unsent) = Unsent::of(after) {
+        // Never sent, so not an attempt: the recipient is as it was before this call.
+        let status = unsent.recipient_status();
+        let next = (status == RecipientStatus::Pending).then_some(after.updated_at.as_micros());
+        recipient::Entity::update_many()
+            .col_expr(recipient::Column::Status, Expr::val(status.as_str()))
+            .col_expr(recipient::Column::NextAttemptAt, Expr::val(next))
+            .col_expr(
+                recipient::Column::Attempts,
+                Expr::cust("CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END"),
+            )
+            .col_expr(
+                recipient::Column::LastOutcome,
+                Expr::val(unsent.end_reason()),
+            )
+            .filter(recipient::Column::RecipientId.eq(recipient_id))
+            .filter(recipient::Column::Status.eq(RecipientStatus::InProgress.as_str()))
+            .filter(recipient::Column::LastCallSid.eq(&after.call_sid))
+            .exec(db)
+            .await
+            .map_err(db_err)?;
+        return hurry(db, campaign_id, after.updated_at).await;
+    }
     let Some(r) = one(
         db,
         recipient::Entity::find_by_id(recipient_id.clone())

@@ -27,7 +27,7 @@ use crate::entity::{call, organization};
 const HAS_TRANSCRIPT: &str =
     "EXISTS (SELECT 1 FROM call_messages WHERE call_messages.call_sid = calls.call_sid)";
 
-fn settings_from(m: &organization::Model) -> OrganizationSettings {
+pub(super) fn settings_from(m: &organization::Model) -> OrganizationSettings {
     OrganizationSettings {
         recording_retention_days: m.recording_retention_days.map(i64::from),
         transcript_retention_days: m.transcript_retention_days.map(i64::from),

@@ -8,9 +8,12 @@ use sea_orm::{
     QueryTrait, TransactionTrait,
 };
 use voiceplane_core::jobs::NewJob;
-use voiceplane_core::model::{Call, CallStatus, CallType, Event, Integration, PhoneNumber};
-use voiceplane_core::repo::TelephonyRepository;
+use voiceplane_core::model::{
+    Call, CallStatus, CallType, CampaignStatus, Event, EventStamp, Integration, PhoneNumber,
+};
+use voiceplane_core::repo::{DialCheck, DialFacts, DialMark, TelephonyRepository};
 use voiceplane_core::telephony::TelephonyProvider;
+use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
 
 use super::calls::call_from;
@@ -19,7 +22,7 @@ use super::phone_numbers::phone_number_from;
 use super::{jobs, one, record_event};
 use crate::SeaRepository;
 use crate::convert::db_err;
-use crate::entity::{call, integration, organization, phone_number};
+use crate::entity::{call, campaign, integration, organization, phone_number};
 use crate::exec::Exec;
 
 /// Writes `call` with its event and `jobs` through `db`, unless the provider's call is
@@ -209,6 +212,135 @@ impl TelephonyRepository for SeaRepository {
             return known(found);
         }
         Ok((call.clone(), true))
+    }
+
+    async fn call_dial_mark(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        now: Timestamp,
+        check: DialCheck,
+        stamp: &EventStamp,
+    ) -> Result<DialMark> {
+        let of_org = || {
+            call::Entity::find_by_id(call_sid.to_owned())
+                .filter(call::Column::OrganizationId.eq(organization_id))
+        };
+        // Which campaign to lock is read before any lock: a call never changes campaign.
+        let Some(campaign_id) = one(&self.db, of_org(), |m| Ok(m.campaign_id)).await? else {
+            return Ok(DialMark::Skip);
+        };
+        let txn = self.db.begin().await.map_err(db_err)?;
+        // The organization, its campaign, then the call (docs/ARCHITECTURE.md). The
+        // organization's lock is the one suppression writes take.
+        let Some(settings) = one(
+            &txn,
+            organization::Entity::find_by_id(organization_id.to_owned())
+                .lock(sea_orm::sea_query::LockType::NoKeyUpdate),
+            |m| Ok(super::retention::settings_from(&m)),
+        )
+        .await?
+        else {
+            return Ok(DialMark::Skip);
+        };
+        let campaign = match &campaign_id {
+            Some(id) => one(
+                &txn,
+                campaign::Entity::find_by_id(id.clone())
+                    .lock(sea_orm::sea_query::LockType::NoKeyUpdate),
+                |m| {
+                    CampaignStatus::parse(&m.status)
+                        .ok_or_else(|| Error::Internal(format!("campaigns.status: {}", m.status)))
+                },
+            )
+            .await?
+            // A campaign deleted under its call takes its dials with it.
+            .or(Some(CampaignStatus::Canceled)),
+            None => None,
+        };
+        let Some(before) = one(&txn, of_org().lock_exclusive(), call_from).await? else {
+            return Ok(DialMark::Skip);
+        };
+        if before.status != CallStatus::Queued
+            || before.dial_started_at.is_some()
+            || before.provider_call_id.is_some()
+        {
+            return Ok(DialMark::Skip);
+        }
+        let suppressed =
+            super::suppressions::suppressed(&txn, organization_id, &before.to_number, now).await?;
+        let out_of_credit = match settings.monthly_credit_limit {
+            Some(limit) => {
+                match super::usage::refuse_out_of_credit(&txn, organization_id, limit, now).await {
+                    Ok(()) => false,
+                    Err(Error::Unprocessable(_)) => true,
+                    Err(e) => return Err(e),
+                }
+            }
+            None => false,
+        };
+        let verdict = check(&DialFacts {
+            call: &before,
+            settings: &settings,
+            campaign,
+            suppressed,
+            out_of_credit,
+        });
+        let change: voiceplane_core::repo::Change<'_, Call> = match verdict {
+            None => Box::new(move |c: &mut Call| {
+                c.dial_started_at = Some(now);
+                Ok(())
+            }),
+            Some(unsent) => Box::new(move |c: &mut Call| {
+                c.status = unsent.status();
+                c.end_reason = Some(unsent.end_reason().to_owned());
+                c.end_time = Some(now);
+                c.updated_at = now.max(c.updated_at);
+                Ok(())
+            }),
+        };
+        let after =
+            super::calls::write_change(&txn, organization_id, before, change, stamp).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(match verdict {
+            None => DialMark::Marked(after),
+            Some(unsent) => DialMark::Unsent(after, unsent),
+        })
+    }
+
+    async fn calls_overdue(
+        &self,
+        ringing_before: Timestamp,
+        talking_before: Timestamp,
+        limit: u64,
+    ) -> Result<Vec<Call>> {
+        use sea_orm::{Condition, QueryOrder};
+        super::all(
+            &self.db,
+            call::Entity::find()
+                .filter(call::Column::Provider.is_not_null())
+                .filter(call::Column::ProviderCallId.is_not_null())
+                .filter(
+                    Condition::any()
+                        .add(
+                            Condition::all()
+                                .add(call::Column::Status.is_in([
+                                    CallStatus::Queued.as_str(),
+                                    CallStatus::Ringing.as_str(),
+                                ]))
+                                .add(call::Column::UpdatedAt.lt(ringing_before.as_micros())),
+                        )
+                        .add(
+                            Condition::all()
+                                .add(call::Column::Status.eq(CallStatus::InProgress.as_str()))
+                                .add(call::Column::UpdatedAt.lt(talking_before.as_micros())),
+                        ),
+                )
+                .order_by_asc(call::Column::UpdatedAt)
+                .limit(limit),
+            call_from,
+        )
+        .await
     }
 
     async fn call_find_provider(

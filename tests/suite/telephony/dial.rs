@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use voiceplane_core::model::Call;
-use voiceplane_core::repo::CallRepository;
 use voiceplane_suite::*;
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, ResponseTemplate};
@@ -310,140 +308,9 @@ async fn refused_dials_create_nothing(ctx: &TestContext) {
     line.close().await;
 }
 
-/// The provider hangs past the client's timeout: it saw exactly one request, and the call ends
-/// `failed` with `dial_outcome_unknown`, which the provider's later report still moves. A 5xx
-/// then a success: two requests, one call proceeds. A refusal: `provider_rejected` with the
-/// provider's code and message. A dial marked as started by an instance that then died is
-/// never sent.
-async fn nobody_is_called_twice_for_one_dial(ctx: &TestContext) {
-    let line = Line::open_with(ctx, Provider::Twilio, Duration::from_millis(400), true).await;
-    Mock::given(method("POST"))
-        .and(path(CALLS))
-        .respond_with(
-            ResponseTemplate::new(201)
-                .set_body_json(json!({"sid": "CA00000000000000000000000000000097"}))
-                .set_delay(Duration::from_secs(3)),
-        )
-        .mount(&line.provider)
-        .await;
-    let (status, body) = line.dial(json!({})).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let sid = sid_of(&body);
-    let failed = line
-        .call_until(&sid, "the unknown outcome is recorded", |c| {
-            c["status"] == "failed"
-        })
-        .await;
-    assert_eq!(failed["end_reason"], "dial_outcome_unknown");
-    assert_eq!(line.sent_to(CALLS).await.len(), 1);
-    // The provider did place it after all, and says so.
-    let status_path = format!("/telephony/twilio/{}/status/{sid}", line.integration_id);
-    line.twilio_as(
-        super::line::TOKEN,
-        &status_path,
-        &[
-            ("CallSid", "CA00000000000000000000000000000097"),
-            ("CallStatus", "ringing"),
-        ],
-    )
-    .await;
-    let moved = line.call(&sid).await;
-    assert_eq!(moved["status"], "ringing");
-    assert_eq!(moved["end_reason"], Value::Null);
-    assert_eq!(
-        moved["provider_call_id"],
-        "CA00000000000000000000000000000097"
-    );
-    line.close().await;
-
-    // 503 once, then created.
-    let line = Line::open(ctx, Provider::Twilio).await;
-    Mock::given(method("POST"))
-        .and(path(CALLS))
-        .respond_with(ResponseTemplate::new(503))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&line.provider)
-        .await;
-    twilio_creates(&line, "CA00000000000000000000000000000096").await;
-    let (_, body) = line.dial(json!({})).await;
-    let sid = sid_of(&body);
-    let placed = line
-        .call_until(&sid, "the retried dial is placed", |c| {
-            c["provider_call_id"].is_string()
-        })
-        .await;
-    assert_eq!(placed["status"], "queued");
-    assert_eq!(line.sent_to(CALLS).await.len(), 2);
-    line.close().await;
-
-    // Refused by Twilio.
-    let line = Line::open(ctx, Provider::Twilio).await;
-    Mock::given(method("POST"))
-        .and(path(CALLS))
-        .respond_with(ResponseTemplate::new(400).set_body_json(
-            json!({"code": 21211, "message": "The 'To' number is not a valid phone number.",
-                   "status": 400}),
-        ))
-        .mount(&line.provider)
-        .await;
-    let (_, body) = line.dial(json!({})).await;
-    let sid = sid_of(&body);
-    let refused = line
-        .call_until(&sid, "the refusal is recorded", |c| c["status"] == "failed")
-        .await;
-    assert_eq!(refused["end_reason"], "provider_rejected");
-    assert_eq!(refused["provider_error"]["code"], "21211");
-    assert!(
-        refused["provider_error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not a valid phone number"),
-        "{refused}"
-    );
-    assert!(!refused.to_string().contains(super::line::TOKEN));
-    assert_eq!(line.sent_to(CALLS).await.len(), 1);
-    line.close().await;
-
-    // An instance marked the dial as started, then died before it learnt the outcome.
-    let mut line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
-    twilio_creates(&line, "CA00000000000000000000000000000095").await;
-    let (_, body) = line.dial(json!({})).await;
-    let sid = sid_of(&body);
-    let org = body["data"]["client_id"].as_str().unwrap().to_owned();
-    let stamp = voiceplane_core::model::EventStamp {
-        event_id: "evt_00000000000000ff".into(),
-        event_type: voiceplane_core::model::EventType::CallUpdated,
-        created_at: ctx.clock.peek(),
-        audit: None,
-        preconditions: Default::default(),
-    };
-    let at = ctx.clock.peek();
-    ctx.repo
-        .call_update(
-            &org,
-            &sid,
-            Box::new(move |c: &mut Call| {
-                c.dial_started_at = Some(at);
-                Ok(())
-            }),
-            &stamp,
-        )
-        .await
-        .unwrap();
-    line.run_jobs();
-    let unknown = line
-        .call_until(&sid, "the restarted job gives up", |c| {
-            c["status"] == "failed"
-        })
-        .await;
-    assert_eq!(unknown["end_reason"], "dial_outcome_unknown");
-    assert!(line.sent_to(CALLS).await.is_empty());
-    line.close().await;
-}
-
 /// Hanging up: a call not yet dialed is `canceled` and never dialed; a live Twilio call is
-/// `completed` at Twilio (202); when Twilio says it is gone, 409; unreachable, 502.
+/// `completed` at Twilio (202); when Twilio says it is gone, it ends at once, `provider_lost`
+/// (202), and hanging it up again is 409; unreachable, 502.
 async fn calls_are_hung_up(ctx: &TestContext) {
     let mut line = Line::open_with(ctx, Provider::Twilio, Duration::from_secs(10), false).await;
     twilio_creates(&line, "CA00000000000000000000000000000094").await;
@@ -496,6 +363,22 @@ async fn calls_are_hung_up(ctx: &TestContext) {
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let sent = line.sent_to(call_path).await;
     assert_eq!(field(&form(&sent[0].body), "Status"), ["completed"]);
+    // Twilio's report of the end was lost; Twilio says the call is gone.
+    assert_eq!(line.call(&live).await["status"], "in_progress");
+    let (status, body) = line.c.post(&hangup, json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["data"]["status"], "failed", "{body}");
+    assert_eq!(body["data"]["end_reason"], "provider_lost", "{body}");
+    assert_eq!(line.call(&live).await["end_reason"], "provider_lost");
+    line.twilio(
+        &format!("/status/{live}"),
+        &[
+            ("CallSid", "CA00000000000000000000000000000094"),
+            ("CallStatus", "completed"),
+        ],
+    )
+    .await;
+    assert_eq!(line.call(&live).await["status"], "completed");
     let (status, body) = line.c.post(&hangup, json!({})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     line.close().await;
@@ -673,8 +556,8 @@ async fn a_suppressed_number_is_never_dialed(ctx: &TestContext) {
 }
 
 /// The organization's calling hours hold in the callee's time zone (the dial's, else their
-/// number's country's when it has only one, else the organization's): outside them a dial is a 422 naming the local time and zone, and nothing
-/// is recorded. Bad settings are 400s naming the field.
+/// number's country's, all of them when it has several): outside them a dial is a 422
+/// naming the local time and zone, and nothing is recorded. Bad settings are 400s naming the field.
 async fn dials_keep_to_calling_hours(ctx: &TestContext) {
     let line = Line::open(ctx, Provider::Twilio).await;
     twilio_creates(&line, "CA00000000000000000000000000000089").await;
@@ -737,9 +620,14 @@ async fn dials_keep_to_calling_hours(ctx: &TestContext) {
     let detail = body["detail"].as_str().unwrap();
     assert!(detail.starts_with("it is 01:"), "{detail}");
     assert!(detail.contains("Europe/Paris"), "{detail}");
-    // A country of several zones (the United States): the organization's.
+    // A country of several zones (the United States): every one of them, whatever the
+    // organization's (19:00 in New York).
     let (status, body) = line.dial(json!({})).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("America/"),
+        "{body}"
+    );
     let (status, _) = settings(json!({"calling_hours": null})).await;
     assert_eq!(status, StatusCode::OK);
     let (status, body) = line.dial(json!({"timezone": "America/New_York"})).await;
@@ -931,7 +819,6 @@ db_tests!(
     a_twilio_dial_places_one_call_and_follows_it,
     a_telnyx_dial_places_one_call_and_follows_it,
     refused_dials_create_nothing,
-    nobody_is_called_twice_for_one_dial,
     calls_are_hung_up,
     the_runtime_reads_its_session,
     two_instances_send_a_dial_once,

@@ -4,6 +4,7 @@
 mod campaigns;
 mod charges;
 mod dial;
+mod faults;
 mod inbound;
 pub(crate) mod line;
 mod runtime_example;

@@ -85,6 +85,81 @@ impl CallStatus {
 /// report still moves, and never retried by a campaign (the person may have been rung).
 pub const DIAL_OUTCOME_UNKNOWN: &str = "dial_outcome_unknown";
 
+/// The `end_reason` of a call the provider no longer knows, or has ended without a report
+/// reaching voiceplane: like [`DIAL_OUTCOME_UNKNOWN`], a later report still moves it.
+pub const PROVIDER_LOST: &str = "provider_lost";
+
+/// Why an outbound call was never sent: the `end_reason` of a dial stopped by the checks made
+/// as it was about to be sent (DESIGN §23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsent {
+    /// Not sent within `telephony.dial_deadline_secs` of its request (`dial_expired`).
+    Expired,
+    /// The number was put on the suppression list meanwhile (`suppressed`).
+    Suppressed,
+    /// Outside the calling hours in the callee's zone by then (`outside_calling_hours`).
+    OutsideCallingHours,
+    /// The month's credits reached the organization's limit meanwhile (`credit_limit`).
+    OutOfCredit,
+    /// Its campaign was paused meanwhile (`campaign_paused`).
+    CampaignPaused,
+    /// Its campaign was canceled or ended meanwhile (`campaign_canceled`).
+    CampaignCanceled,
+}
+
+impl Unsent {
+    /// Every reason, for reading one back.
+    pub const ALL: [Unsent; 6] = [
+        Self::Expired,
+        Self::Suppressed,
+        Self::OutsideCallingHours,
+        Self::OutOfCredit,
+        Self::CampaignPaused,
+        Self::CampaignCanceled,
+    ];
+
+    /// The call's `end_reason`.
+    pub fn end_reason(self) -> &'static str {
+        match self {
+            Self::Expired => "dial_expired",
+            Self::Suppressed => "suppressed",
+            Self::OutsideCallingHours => "outside_calling_hours",
+            Self::OutOfCredit => "credit_limit",
+            Self::CampaignPaused => "campaign_paused",
+            Self::CampaignCanceled => "campaign_canceled",
+        }
+    }
+
+    /// The call's status: a dial its campaign took back is `canceled`, any other `failed`.
+    pub fn status(self) -> CallStatus {
+        match self {
+            Self::CampaignPaused | Self::CampaignCanceled => CallStatus::Canceled,
+            _ => CallStatus::Failed,
+        }
+    }
+
+    /// Where a campaign's recipient goes when its call was not sent for this reason: not an
+    /// attempt, so back to `pending`, unless the number is now suppressed or the campaign
+    /// canceled.
+    pub fn recipient_status(self) -> crate::model::RecipientStatus {
+        use crate::model::RecipientStatus;
+        match self {
+            Self::Suppressed => RecipientStatus::Suppressed,
+            Self::CampaignCanceled => RecipientStatus::Canceled,
+            _ => RecipientStatus::Pending,
+        }
+    }
+
+    /// The reason a call that was never sent ended with, if it is one.
+    pub fn of(call: &Call) -> Option<Self> {
+        if call.dial_started_at.is_some() || call.provider_call_id.is_some() {
+            return None;
+        }
+        let reason = call.end_reason.as_deref()?;
+        Self::ALL.into_iter().find(|u| u.end_reason() == reason)
+    }
+}
+
 /// A call already written as its JSON representation (exactly the bytes `Call` serializes to),
 /// with the keys of its place in the list: what a page of the call list is made of, so that a
 /// repository that can write rows straight to JSON skips building `Call`s.
@@ -261,6 +336,16 @@ impl Call {
     pub fn dial_outcome_unknown(&self) -> bool {
         self.status == CallStatus::Failed
             && self.end_reason.as_deref() == Some(DIAL_OUTCOME_UNKNOWN)
+    }
+
+    /// Whether this call ended without knowing how (a dial of unknown outcome, or a call
+    /// the provider lost): failed, yet a later report still moves it.
+    pub fn ended_provisionally(&self) -> bool {
+        self.status == CallStatus::Failed
+            && matches!(
+                self.end_reason.as_deref(),
+                Some(DIAL_OUTCOME_UNKNOWN | PROVIDER_LOST)
+            )
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 use crate::model::{Campaign, CampaignStatus, EventType};
 use crate::repo::{CampaignDial, TransitionEffects};
-use crate::service::telephony::{DialPlan, Schedule, country_zone};
+use crate::service::telephony::{DialPlan, Schedule, callee_zones};
 use crate::service::{By, Service};
 use crate::time::Timestamp;
 
@@ -143,18 +143,17 @@ impl Service {
                         break 'dialing;
                     }
                     // Windows are read in the recipient's zone, else the campaign's; calling
-                    // hours in the callee's: the recipient's, else their number's country's
-                    // only one, else the organization's.
+                    // hours in the callee's (`callee_zones`).
                     let zone = recipient
                         .timezone
                         .clone()
                         .unwrap_or_else(|| campaign.timezone.clone());
-                    let hours_zone = recipient
-                        .timezone
-                        .as_deref()
-                        .or_else(|| country_zone(&recipient.to_number))
-                        .unwrap_or(&settings.timezone);
-                    if let Some(at) = schedule.wait(&zone, hours_zone, now)? {
+                    let hours_zones = callee_zones(
+                        recipient.timezone.as_deref(),
+                        &recipient.to_number,
+                        &settings.timezone,
+                    );
+                    if let Some(at) = schedule.wait_in(&zone, &hours_zones, now)? {
                         self.repo
                             .recipient_defer(&recipient.recipient_id, at)
                             .await?;
@@ -173,7 +172,7 @@ impl Service {
                         to_number: recipient.to_number.clone(),
                         dynamic_variables: variables,
                         metadata,
-                        timezone: Some(zone),
+                        timezone: recipient.timezone.clone(),
                         agent_version: None,
                     };
                     let (mut call, job) = match self.prepare_dial(org, plan, &settings).await {

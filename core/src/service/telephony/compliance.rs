@@ -110,28 +110,47 @@ impl Schedule {
         in_windows && in_hours
     }
 
-    /// `None` when a call may ring at `now`, its windows read in `windows_zone` (the
-    /// recipient's, else the campaign's) and the calling hours in `hours_zone` (the callee's);
-    /// else the first moment in the coming eight days when one may (or a day later, to look
-    /// again, when none does).
-    pub(in crate::service) fn wait(
+    /// [`Self::wait_in`] for a callee whose calling hours are read in one zone.
+    #[cfg(test)]
+    fn wait(
         &self,
         windows_zone: &str,
         hours_zone: &str,
         now: Timestamp,
     ) -> Result<Option<Timestamp>> {
+        self.wait_in(windows_zone, &[hours_zone], now)
+    }
+
+    /// `None` when a call may ring at `now`, its windows read in `windows_zone` (the
+    /// recipient's, else the campaign's) and the calling hours in each of `hours_zones` (the
+    /// callee's, [`callee_zones`]); else the first moment in the coming eight days when one
+    /// may (or a day later, to look again, when none does).
+    pub(in crate::service) fn wait_in(
+        &self,
+        windows_zone: &str,
+        hours_zones: &[&str],
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>> {
         let windows_tz = zone(windows_zone)?;
-        let hours_tz = zone(hours_zone)?;
-        if self.holds(now.as_micros(), windows_tz, hours_tz) {
+        let hours_tzs = hours_zones
+            .iter()
+            .map(|z| zone(z))
+            .collect::<Result<Vec<_>>>()?;
+        let holds = |at: i64| {
+            hours_tzs
+                .iter()
+                .all(|hours_tz| self.holds(at, windows_tz, *hours_tz))
+        };
+        if holds(now.as_micros()) {
             return Ok(None);
         }
         // Every opening is a window's start in its zone, or the hours' start in theirs, on
         // some day: try them in order.
-        let starts = self
-            .windows
-            .iter()
-            .map(|w| (w.start, windows_tz))
-            .chain(self.hours.iter().map(|h| (h.start, hours_tz)));
+        let starts = self.windows.iter().map(|w| (w.start, windows_tz)).chain(
+            self.hours
+                .iter()
+                .flat_map(|h| hours_tzs.iter().map(|tz| (h.start, *tz))),
+        );
         let mut candidates: Vec<i64> = starts
             .flat_map(|(minute, tz)| openings(tz, minute, now))
             .filter(|at| *at > now.as_micros())
@@ -139,7 +158,7 @@ impl Schedule {
         candidates.sort_unstable();
         let next = candidates
             .into_iter()
-            .find(|at| self.holds(*at, windows_tz, hours_tz))
+            .find(|at| holds(*at))
             .map(Timestamp::from_micros)
             .unwrap_or_else(|| now.add_seconds(86_400));
         Ok(Some(next))
@@ -180,10 +199,10 @@ fn openings(tz: Tz, minute: u32, now: Timestamp) -> Vec<i64> {
 /// domain): one row per country and zone.
 const ZONE_TAB: &str = include_str!("../../../data/zone.tab");
 
-/// The zone of the country of `number` (by libphonenumber's metadata), when the tz database
-/// gives that country only one (France, Japan; not the United States).
-pub(in crate::service) fn country_zone(number: &str) -> Option<&'static str> {
-    static SINGLE: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
+/// The zones of the country of `number` (by libphonenumber's metadata), as the tz database
+/// lists them: one for France or Japan, many for the United States.
+fn country_zones(number: &str) -> Option<&'static [&'static str]> {
+    static ZONES: LazyLock<HashMap<&'static str, Vec<&'static str>>> = LazyLock::new(|| {
         let mut zones: HashMap<&str, Vec<&str>> = HashMap::new();
         for line in ZONE_TAB.lines().filter(|l| !l.starts_with('#')) {
             let mut cols = line.split('\t');
@@ -192,21 +211,49 @@ pub(in crate::service) fn country_zone(number: &str) -> Option<&'static str> {
             }
         }
         zones
-            .into_iter()
-            .filter_map(|(country, z)| (z.len() == 1).then(|| (country, z[0])))
-            .collect()
     });
     let parsed = phonenumber::parse(None, number).ok()?;
     let country = parsed.country().id()?;
-    SINGLE.get(country.as_ref()).copied()
+    ZONES.get(country.as_ref()).map(Vec::as_slice)
+}
+
+/// The zone of the country of `number`, when the tz database gives that country only one.
+#[cfg(test)]
+fn country_zone(number: &str) -> Option<&'static str> {
+    country_zones(number).and_then(|z| (z.len() == 1).then(|| z[0]))
+}
+
+/// The zones a callee's calling hours are read in: the one the dial or recipient gives; else
+/// their number's country's, all of them when it has several (the hours must hold in each, so
+/// that a number in New York's country is never rung at 05:00 in Los Angeles); else the
+/// organization's.
+pub(in crate::service) fn callee_zones<'a>(
+    given: Option<&'a str>,
+    number: &str,
+    organization: &'a str,
+) -> Vec<&'a str> {
+    if let Some(zone) = given {
+        return vec![zone];
+    }
+    match country_zones(number) {
+        Some(zones) if !zones.is_empty() => zones.to_vec(),
+        _ => vec![organization],
+    }
+}
+
+/// 422 naming the local time and zone when `now` is outside `hours` in one of `zones`.
+pub(super) fn require_calling_hours_in(
+    hours: Option<&CallingHours>,
+    zones: &[&str],
+    now: Timestamp,
+) -> Result<()> {
+    zones
+        .iter()
+        .try_for_each(|zone| require_calling_hours(hours, zone, now))
 }
 
 /// 422 naming the local time and zone when `now` in `zone` is outside `hours`.
-pub(super) fn require_calling_hours(
-    hours: Option<&CallingHours>,
-    zone: &str,
-    now: Timestamp,
-) -> Result<()> {
+fn require_calling_hours(hours: Option<&CallingHours>, zone: &str, now: Timestamp) -> Result<()> {
     let Some(hours) = hours else {
         return Ok(());
     };

@@ -32,8 +32,9 @@ pub struct CallSession {
 
 impl Service {
     /// Ends a call: one not yet dialed is `canceled` and never dialed; a live one is hung up
-    /// at its provider, which then reports how it ended. 409 when it has ended already (or
-    /// the provider says it is gone), 502 when the provider cannot be reached.
+    /// at its provider, which then reports how it ended; one the provider says is gone ends at
+    /// once, `provider_lost`. 409 when it has ended already, 502 when the provider cannot be
+    /// reached.
     pub async fn call_hangup(&self, actor: &Actor, call_sid: &str) -> Result<Call> {
         actor.require(Permission::CallsWrite)?;
         let call_sid = IdKind::Call.parse(call_sid)?;
@@ -44,7 +45,7 @@ impl Service {
             .await?
             .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))?;
         let ended = || Error::Conflict(format!("call {call_sid} has already ended"));
-        if is_terminal(call.status) && !call.dial_outcome_unknown() {
+        if is_terminal(call.status) && !call.ended_provisionally() {
             return Err(ended());
         }
         if call.provider.is_none() {
@@ -67,14 +68,14 @@ impl Service {
             .await
         {
             Ok(()) => Ok(call),
-            Err(e) if e.call_is_gone() => Err(Error::Conflict(format!(
-                "call {call_sid} has already ended at its provider"
-            ))),
+            // Its end was never reported: it ends now, as the provider says.
+            Err(e) if e.call_is_gone() => Ok(self.lose_call(&call).await?.unwrap_or(call)),
             Err(GatewayError::Rejected { code, message }) => {
                 Err(Error::Upstream(format!("{message} (code {code})")))
             }
             Err(
                 GatewayError::Unavailable(why)
+                | GatewayError::Overloaded(why)
                 | GatewayError::Unknown(why)
                 | GatewayError::NotFound(why),
             ) => Err(Error::Upstream(why)),

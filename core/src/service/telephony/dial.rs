@@ -1,9 +1,13 @@
 //! Outbound calls: `POST /api/calls/dial` checks everything it can before anything exists,
 //! then records the call with a durable `call.dial` job in one transaction; the job places
-//! it. A person is never called twice for one dial: the job marks the call
-//! `dial_started_at` in its own commit before it sends, sends again only when the provider
-//! certainly created nothing, and a job that finds the mark without the provider's call id (a
-//! crash or a timeout while sending) does not send, but ends the call `dial_outcome_unknown`.
+//! it. A person is never called twice for one dial, nor called when they may no longer be
+//! (DESIGN §23): the job checks everything again and marks the call `dial_started_at` in one
+//! commit before it sends; it sends again only when nothing reached the provider (a refused
+//! connection, a name that did not resolve, a 429), or after a 503 once the provider shows no
+//! call of this dial. After any other failure, and whenever it finds the mark without the
+//! provider's call id (an instance that died while sending), it never sends: it asks the
+//! provider for the call the dial may have made, adopts it when found, and otherwise ends the
+//! call `dial_outcome_unknown`.
 
 use std::collections::BTreeMap;
 
@@ -17,12 +21,14 @@ use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 use crate::model::{
-    Agent, Call, CallStatus, CallType, Dial, EventType, PhoneNumber, ProviderError,
+    Agent, Call, CallStatus, CallType, Dial, EventType, PhoneNumber, ProviderError, Unsent,
 };
+use crate::repo::{DialFacts, DialMark};
 use crate::role::Permission;
 use crate::service::{By, Service};
 use crate::telephony::TelephonyProvider;
-use crate::telephony::gateway::{DialRequest, GatewayError};
+use crate::telephony::gateway::{DialLookup, DialRequest, GatewayError, ProviderCall};
+use crate::time::Timestamp;
 use crate::validate;
 
 /// The job that places an outbound call.
@@ -128,16 +134,14 @@ impl Service {
             .organization_settings(org)
             .await?
             .ok_or_else(|| Error::not_found("this organization no longer exists"))?;
-        // The callee's zone: the dial's, else their country's when it has only one, else
-        // the organization's.
-        let callee_zone = plan
-            .timezone
-            .as_deref()
-            .or_else(|| super::country_zone(&plan.to_number))
-            .unwrap_or(&settings.timezone);
-        super::compliance::require_calling_hours(
+        let zones = super::callee_zones(
+            plan.timezone.as_deref(),
+            &plan.to_number,
+            &settings.timezone,
+        );
+        super::compliance::require_calling_hours_in(
             settings.calling_hours.as_ref(),
-            callee_zone,
+            &zones,
             self.now(),
         )?;
         let (call, job) = self.prepare_dial(org, plan, &settings).await?;
@@ -250,19 +254,62 @@ impl Service {
         Ok(())
     }
 
+    /// Marks `call` as being sent, after checking again, in the same transaction, everything
+    /// that may have changed since it was requested (DESIGN §23): its deadline, its campaign,
+    /// the suppression list, the credit limit and the calling hours in the callee's zone.
+    async fn mark_dial(&self, call: &Call) -> Result<DialMark> {
+        let now = self.now();
+        let deadline = call.created_at.plus(self.dialing.dial_deadline);
+        let check = Box::new(move |facts: &DialFacts<'_>| {
+            use crate::model::CampaignStatus;
+            match facts.campaign {
+                Some(CampaignStatus::Running) | None => {}
+                Some(CampaignStatus::Paused | CampaignStatus::Draft) => {
+                    return Some(Unsent::CampaignPaused);
+                }
+                Some(_) => return Some(Unsent::CampaignCanceled),
+            }
+            if now > deadline {
+                return Some(Unsent::Expired);
+            }
+            if facts.suppressed {
+                return Some(Unsent::Suppressed);
+            }
+            if facts.out_of_credit {
+                return Some(Unsent::OutOfCredit);
+            }
+            let zones = super::callee_zones(
+                facts.call.timezone.as_deref(),
+                &facts.call.to_number,
+                &facts.settings.timezone,
+            );
+            super::compliance::require_calling_hours_in(
+                facts.settings.calling_hours.as_ref(),
+                &zones,
+                now,
+            )
+            .err()
+            .map(|_| Unsent::OutsideCallingHours)
+        });
+        let stamp = self.event_stamp(EventType::CallUpdated, By::System);
+        let mark = self
+            .repo
+            .call_dial_mark(&call.organization_id, &call.call_sid, now, check, &stamp)
+            .await;
+        let mark = self.after_write(mark.map(Some))?;
+        Ok(mark.unwrap_or(DialMark::Skip))
+    }
+
     /// Places `call`, once at most; see the module's documentation.
     async fn dial_once(&self, call: Call) -> std::result::Result<Done, JobError> {
         if call.provider_call_id.is_some() || call.status != CallStatus::Queued {
             // Placed already, or canceled before it was.
             return Ok(Done::Finished);
         }
-        if call.dial_started_at.is_some() {
-            tracing::warn!(
-                call_sid = %call.call_sid,
-                "a dial was started but its outcome was never recorded; it is not sent again"
-            );
-            self.dial_failed(&call, DIAL_OUTCOME_UNKNOWN, None).await?;
-            return Ok(Done::Finished);
+        if let Some(started) = call.dial_started_at {
+            // Sent before, by an earlier run or an instance that died while sending: never
+            // again; what it made is asked of the provider.
+            return self.reconcile_dial(&call, started).await;
         }
         let (credentials, request) = match self.dial_request(&call).await {
             Ok(ready) => ready,
@@ -276,39 +323,46 @@ impl Service {
                 return Ok(Done::Finished);
             }
         };
-        // The mark, in its own commit, before anything is sent.
-        let now = self.now();
-        let marked = self
-            .change_call(&call, move |c| {
-                if c.status != CallStatus::Queued
-                    || c.dial_started_at.is_some()
-                    || c.provider_call_id.is_some()
-                {
-                    return Err(Error::Conflict("no longer to be dialed".to_owned()));
-                }
-                c.dial_started_at = Some(now);
-                Ok(())
-            })
-            .await;
-        match marked {
-            Ok(Some(_)) => {}
-            Ok(None) | Err(Error::Conflict(_)) => return Ok(Done::Finished),
-            Err(e) => return Err(e.into()),
-        }
+        let call = match self.mark_dial(&call).await? {
+            DialMark::Marked(call) => call,
+            DialMark::Unsent(call, why) => {
+                tracing::info!(call_sid = %call.call_sid, end_reason = why.end_reason(), "a dial was stopped before it was sent");
+                return Ok(Done::Finished);
+            }
+            DialMark::Skip => return Ok(Done::Finished),
+        };
+        let started = call.dial_started_at.unwrap_or(call.created_at);
         let (gateway, _) = self.telephony_gateway()?;
         let mut delay = self.dialing.retry_delay;
         let mut attempt = 1;
         let outcome = loop {
-            match gateway.dial(&credentials, &request).await {
-                // Nothing was created: sending again cannot call anyone twice.
-                Err(GatewayError::Unavailable(why)) if attempt < self.dialing.attempts => {
-                    tracing::info!(call_sid = %call.call_sid, attempt, reason = %why, "dial not placed; trying again");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                    attempt += 1;
+            let outcome = gateway.dial(&credentials, &request).await;
+            let again = match &outcome {
+                // Nothing reached the provider: sending again cannot call anyone twice.
+                Err(GatewayError::Unavailable(_)) => true,
+                // An edge's 503 may have passed the request on: sent again only once the
+                // provider has no call of this dial.
+                Err(GatewayError::Overloaded(_)) if attempt < self.dialing.attempts => {
+                    match self.find_dialed(&call, &credentials, started).await {
+                        Ok(Some(found)) => {
+                            self.adopt(&call, found).await?;
+                            return Ok(Done::Finished);
+                        }
+                        Ok(None) => true,
+                        Err(_) => false,
+                    }
                 }
-                other => break other,
+                _ => false,
+            };
+            if !again || attempt >= self.dialing.attempts {
+                break outcome;
             }
+            if let Err(why) = &outcome {
+                tracing::info!(call_sid = %call.call_sid, attempt, reason = %why.sentence(), "dial not placed; trying again");
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+            attempt += 1;
         };
         match outcome {
             Ok(provider_call_id) => {
@@ -320,9 +374,9 @@ impl Service {
                 })
                 .await?;
             }
-            Err(GatewayError::Unknown(why)) => {
-                tracing::warn!(call_sid = %call.call_sid, reason = %why, "the outcome of a dial is unknown; it is not sent again");
-                self.dial_failed(&call, DIAL_OUTCOME_UNKNOWN, None).await?;
+            Err(GatewayError::Unknown(why) | GatewayError::Overloaded(why)) => {
+                tracing::warn!(call_sid = %call.call_sid, reason = %why, "the outcome of a dial is unknown; it is not sent again, the provider is asked");
+                return self.reconcile_dial(&call, started).await;
             }
             Err(GatewayError::Unavailable(why)) => {
                 let why = ProviderError {
@@ -347,6 +401,72 @@ impl Service {
             }
         }
         Ok(Done::Finished)
+    }
+
+    /// A dial that was sent without a clear answer: the provider is asked for the call it may
+    /// have made, now and every `check_every` until `reconcile` has passed since the dial was
+    /// sent; what it has is adopted (its reports then apply), and a dial it never shows ends
+    /// `dial_outcome_unknown`. Nothing is ever sent again.
+    async fn reconcile_dial(
+        &self,
+        call: &Call,
+        started: Timestamp,
+    ) -> std::result::Result<Done, JobError> {
+        let now = self.now();
+        let found = match self.call_credentials(call).await {
+            Ok((_, credentials)) => self.find_dialed(call, &credentials, started).await,
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(Some(found)) => {
+                self.adopt(call, found).await?;
+                return Ok(Done::Finished);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::info!(call_sid = %call.call_sid, error = %e, "could not ask the provider about a dial");
+            }
+        }
+        if now < started.plus(self.dialing.reconcile) {
+            return Ok(Done::RunAgainAt(now.plus(self.dialing.check_every)));
+        }
+        tracing::warn!(call_sid = %call.call_sid, "the provider never showed a call of this dial; its outcome is unknown");
+        self.dial_failed(call, DIAL_OUTCOME_UNKNOWN, None).await?;
+        Ok(Done::Finished)
+    }
+
+    /// The provider's call that `call`'s dial, sent at `started`, made, if it shows one: the
+    /// first of the calls it matches that no other call of this organization holds.
+    async fn find_dialed(
+        &self,
+        call: &Call,
+        credentials: &crate::telephony::TelephonyCredentials,
+        started: Timestamp,
+    ) -> Result<Option<ProviderCall>> {
+        let (gateway, _) = self.telephony_gateway()?;
+        let lookup = DialLookup {
+            call_sid: call.call_sid.clone(),
+            to: call.to_number.clone(),
+            from: call.from_number.clone().unwrap_or_default(),
+            since: started.add_seconds(-60),
+        };
+        let candidates = gateway
+            .find_dialed(credentials, &lookup)
+            .await
+            .map_err(|e| Error::Upstream(e.sentence().to_owned()))?;
+        let Some(provider) = call.provider else {
+            return Ok(None);
+        };
+        for candidate in candidates {
+            let holder = self
+                .repo
+                .call_find_provider(&call.organization_id, provider, &candidate.provider_call_id)
+                .await?;
+            if holder.is_none_or(|other| other.call_sid == call.call_sid) {
+                return Ok(Some(candidate));
+            }
+        }
+        Ok(None)
     }
 
     /// The credentials and request that place `call`, from its number, integration and agent

@@ -285,9 +285,11 @@ impl JobHandler for TelnyxCommand {
             // The caller is gone: nothing left to answer or reject.
             Err(e) if e.call_is_gone() => Ok(Done::Finished),
             // Telnyx deduplicates by `command_id`, so sending again is safe.
-            Err(GatewayError::Unavailable(why) | GatewayError::Unknown(why)) => {
-                Err(JobError::Retry(why))
-            }
+            Err(
+                GatewayError::Unavailable(why)
+                | GatewayError::Overloaded(why)
+                | GatewayError::Unknown(why),
+            ) => Err(JobError::Retry(why)),
             Err(GatewayError::Rejected { code, message }) => {
                 Err(JobError::Fail(format!("{message} (code {code})")))
             }

@@ -21,26 +21,42 @@ mod compliance;
 mod control;
 mod dial;
 mod inbound;
+mod reconcile;
 mod status;
 
-pub(in crate::service) use compliance::{Schedule, Window, country_zone};
+pub(in crate::service) use compliance::{Schedule, Window, callee_zones};
 pub use control::CallSession;
 pub use dial::CALL_DIAL;
 pub(super) use dial::DialCall;
 pub(in crate::service) use dial::{DialPlan, outbound_integration, variables};
 pub(super) use inbound::TelnyxCommand;
 pub use inbound::{TELNYX_ANSWER, TELNYX_REJECT};
+pub use reconcile::CALLS_RECONCILE;
+pub(super) use reconcile::ReconcileCalls;
 
 /// How outbound calls are placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DialSettings {
     /// How long an outbound call may ring, in seconds (`telephony.ring_timeout_secs`).
     pub ring_timeout_secs: u32,
-    /// How many times a dial is sent when the provider certainly created nothing
-    /// (unreachable, 429, 5xx) (`telephony.dial_attempts`).
+    /// How many times a dial is sent when the provider certainly created nothing (it could
+    /// not be reached, or answered 429, or 503 and shows no call of the dial)
+    /// (`telephony.dial_attempts`).
     pub attempts: u32,
     /// The pause before the second attempt; doubled before each further one.
     pub retry_delay: Duration,
+    /// How long after a dial of unclear outcome was sent the provider is asked for the call it
+    /// may have made (`telephony.reconcile_secs`).
+    pub reconcile: Duration,
+    /// How often the provider is asked meanwhile, and how often calls that outlived their
+    /// reports are looked for.
+    pub check_every: Duration,
+    /// A dial not sent within this of its request is never sent (`dial_expired`)
+    /// (`telephony.dial_deadline_secs`).
+    pub dial_deadline: Duration,
+    /// The longest a call runs (`runtime.max_call_secs`): one reported `in_progress` for a
+    /// minute longer is asked about.
+    pub max_call: Duration,
 }
 
 impl Default for DialSettings {
@@ -49,6 +65,10 @@ impl Default for DialSettings {
             ring_timeout_secs: 30,
             attempts: 3,
             retry_delay: Duration::from_millis(500),
+            reconcile: Duration::from_secs(300),
+            check_every: Duration::from_secs(15),
+            dial_deadline: Duration::from_secs(60),
+            max_call: Duration::from_secs(1800),
         }
     }
 }

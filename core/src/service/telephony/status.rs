@@ -11,6 +11,8 @@ use crate::telephony::progress::{self, AnsweredBy};
 use crate::time::Timestamp;
 
 pub(super) use crate::model::DIAL_OUTCOME_UNKNOWN;
+use crate::model::PROVIDER_LOST;
+use crate::telephony::gateway::ProviderCall;
 
 /// What one report says about a call.
 #[derive(Debug, Clone, Default)]
@@ -50,7 +52,7 @@ fn apply(call: &mut Call, report: Report, now: Timestamp) {
         }
     });
     if let Some(to) = to {
-        let unknown = call.dial_outcome_unknown();
+        let unknown = call.ended_provisionally();
         if unknown || progress::moves_forward(call.status, to) {
             if unknown {
                 call.end_reason = None;
@@ -192,6 +194,34 @@ impl Service {
     /// Applies `report` to `call` in one locked read-change-write; records `call.updated`
     /// when anything the API shows changed. A report that ends the call with the provider's
     /// duration adds the call's `telephony` usage item, once.
+    /// Applies what the provider says of its call `found`, asked rather than reported: its
+    /// id becomes `call`'s when it has none, and its status moves the call as a report does.
+    pub(super) async fn adopt(&self, call: &Call, found: ProviderCall) -> Result<()> {
+        let report = Report {
+            provider_call_id: Some(found.provider_call_id),
+            status: found.status.map(Move::To),
+            answered_by: None,
+            duration_seconds: found.duration_seconds,
+        };
+        self.apply_report(call, report).await
+    }
+
+    /// Ends `call`, which its provider no longer knows, `failed` with `provider_lost`: a later
+    /// report still moves it.
+    pub(super) async fn lose_call(&self, call: &Call) -> Result<Option<Call>> {
+        let now = self.now();
+        self.change_call(call, move |c| {
+            if !progress::is_terminal(c.status) {
+                c.status = CallStatus::Failed;
+                c.end_reason = Some(PROVIDER_LOST.to_owned());
+                c.end_time = Some(now);
+                c.updated_at = now.max(c.updated_at);
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn apply_report(&self, call: &Call, report: Report) -> Result<()> {
         let now = self.now();
         let charge = match (call.provider, report.duration_seconds) {

@@ -24,6 +24,92 @@ use crate::SeaRepository;
 use crate::convert::{db_err, from_json, parse_enum, to_json, ts, ts_opt};
 use crate::entity::call;
 
+/// Applies `change` to `before`, the call as read and locked in `txn`, and writes what follows
+/// from it there: the row, `call.updated` when what the API shows changed, and the effects of
+/// its end (its campaign's recipient, its telephony charge, its analysis). The caller commits.
+pub(in crate::repo) async fn write_change(
+    txn: &sea_orm::DatabaseTransaction,
+    organization_id: &str,
+    before: Call,
+    change: Change<'_, Call>,
+    event: &EventStamp,
+) -> Result<Call> {
+    let mut c = event.change(&before, change)?;
+    if c == before {
+        return Ok(c);
+    }
+    if super::analysis::due(txn, &before, &c).await? {
+        c.analysis_status = Some(AnalysisStatus::Pending);
+    }
+    call::Entity::update_many()
+        .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
+        .col_expr(call::Column::EndReason, Expr::val(c.end_reason.clone()))
+        .col_expr(
+            call::Column::BillingStatus,
+            Expr::val(c.billing_status.clone()),
+        )
+        .col_expr(
+            call::Column::StartTime,
+            Expr::val(c.start_time.map(Timestamp::as_micros)),
+        )
+        .col_expr(
+            call::Column::EndTime,
+            Expr::val(c.end_time.map(Timestamp::as_micros)),
+        )
+        .col_expr(call::Column::DurationSeconds, Expr::val(c.duration_seconds))
+        .col_expr(call::Column::TotalCost, Expr::val(c.total_cost))
+        .col_expr(call::Column::CostBreakdown, Expr::val(breakdown_col(&c)?))
+        .col_expr(
+            call::Column::AnalysisStatus,
+            Expr::val(c.analysis_status.map(|s| s.as_str())),
+        )
+        .col_expr(
+            call::Column::Analysis,
+            Expr::val(c.analysis.as_ref().map(to_json).transpose()?),
+        )
+        .col_expr(
+            call::Column::AnalysisError,
+            Expr::val(c.analysis_error.clone()),
+        )
+        .col_expr(
+            call::Column::Successful,
+            Expr::val(c.analysis.as_ref().and_then(|a| a.successful)),
+        )
+        .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
+        .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
+        .col_expr(
+            call::Column::ProviderCallId,
+            Expr::val(c.provider_call_id.clone()),
+        )
+        .col_expr(
+            call::Column::AnsweredBy,
+            Expr::val(c.answered_by.map(|a| a.as_str())),
+        )
+        .col_expr(
+            call::Column::ProviderError,
+            Expr::val(c.provider_error.as_ref().map(to_json).transpose()?),
+        )
+        .col_expr(
+            call::Column::DialStartedAt,
+            Expr::val(c.dial_started_at.map(Timestamp::as_micros)),
+        )
+        .filter(call::Column::CallSid.eq(&c.call_sid))
+        .filter(call::Column::OrganizationId.eq(&c.organization_id))
+        .exec(txn)
+        .await
+        .map_err(db_err)?;
+    let event = event.updated(&before, &c)?;
+    // A change of what the API does not show (the mark of a dial about to be sent) is
+    // written, but is no event.
+    if serde_json::to_value(&before).ok().as_ref() != Some(&event.data) {
+        record_event(txn, organization_id, &event).await?;
+    }
+    super::campaigns::call_ended(txn, &before, &c).await?;
+    super::usage::charged(txn, &before, &c).await?;
+    super::analysis::requested(txn, &before, &c).await?;
+    Ok(c)
+}
+
 pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
     Ok(Call {
         call_type: parse_enum("calls.call_type", &m.call_type)?,
@@ -189,79 +275,7 @@ impl CallRepository for SeaRepository {
         else {
             return Ok(None);
         };
-        let mut c = event.change(&before, change)?;
-        if c == before {
-            return Ok(Some(c));
-        }
-        if super::analysis::due(&txn, &before, &c).await? {
-            c.analysis_status = Some(AnalysisStatus::Pending);
-        }
-        call::Entity::update_many()
-            .col_expr(call::Column::Status, Expr::val(c.status.as_str()))
-            .col_expr(call::Column::EndReason, Expr::val(c.end_reason.clone()))
-            .col_expr(
-                call::Column::BillingStatus,
-                Expr::val(c.billing_status.clone()),
-            )
-            .col_expr(
-                call::Column::StartTime,
-                Expr::val(c.start_time.map(Timestamp::as_micros)),
-            )
-            .col_expr(
-                call::Column::EndTime,
-                Expr::val(c.end_time.map(Timestamp::as_micros)),
-            )
-            .col_expr(call::Column::DurationSeconds, Expr::val(c.duration_seconds))
-            .col_expr(call::Column::TotalCost, Expr::val(c.total_cost))
-            .col_expr(call::Column::CostBreakdown, Expr::val(breakdown_col(&c)?))
-            .col_expr(
-                call::Column::AnalysisStatus,
-                Expr::val(c.analysis_status.map(|s| s.as_str())),
-            )
-            .col_expr(
-                call::Column::Analysis,
-                Expr::val(c.analysis.as_ref().map(to_json).transpose()?),
-            )
-            .col_expr(
-                call::Column::AnalysisError,
-                Expr::val(c.analysis_error.clone()),
-            )
-            .col_expr(
-                call::Column::Successful,
-                Expr::val(c.analysis.as_ref().and_then(|a| a.successful)),
-            )
-            .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
-            .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
-            .col_expr(
-                call::Column::ProviderCallId,
-                Expr::val(c.provider_call_id.clone()),
-            )
-            .col_expr(
-                call::Column::AnsweredBy,
-                Expr::val(c.answered_by.map(|a| a.as_str())),
-            )
-            .col_expr(
-                call::Column::ProviderError,
-                Expr::val(c.provider_error.as_ref().map(to_json).transpose()?),
-            )
-            .col_expr(
-                call::Column::DialStartedAt,
-                Expr::val(c.dial_started_at.map(Timestamp::as_micros)),
-            )
-            .filter(call::Column::CallSid.eq(&c.call_sid))
-            .filter(call::Column::OrganizationId.eq(&c.organization_id))
-            .exec(&txn)
-            .await
-            .map_err(db_err)?;
-        let event = event.updated(&before, &c)?;
-        // A change of what the API does not show (the mark of a dial about to be sent) is
-        // written, but is no event.
-        if serde_json::to_value(&before).ok().as_ref() != Some(&event.data) {
-            record_event(&txn, organization_id, &event).await?;
-        }
-        super::campaigns::call_ended(&txn, &before, &c).await?;
-        super::usage::charged(&txn, &before, &c).await?;
-        super::analysis::requested(&txn, &before, &c).await?;
+        let c = write_change(&txn, organization_id, before, change, event).await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(c))
     }
