@@ -669,6 +669,7 @@ pub mod call_usage {
         pub unit: String,
         pub credits: Option<f64>,
         pub created_at: i64,
+        pub item_id: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

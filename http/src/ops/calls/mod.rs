@@ -11,7 +11,7 @@ use voiceplane_core::model::{
 use voiceplane_core::page::PageParams;
 use voiceplane_core::service::CallSession;
 
-use crate::endpoint::{Accepted, CallPage, Created, Cx, Data, Json, Query, handler};
+use crate::endpoint::{Accepted, CallPage, Created, Cx, Data, Json, Keyed, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -186,10 +186,16 @@ async fn call_dial(
     cx: Cx,
     (): (),
     (actor, Json(input)): (Actor, Json<Dial>),
-) -> Result<Created<Call>, ApiError> {
-    let call = cx.service().call_dial(&actor, input).await?;
+) -> Result<Keyed<Created<Call>>, ApiError> {
+    let (call, replayed) = cx
+        .service()
+        .call_dial_keyed(&actor, input, cx.idempotency_key())
+        .await?;
     // Relative to `/api/calls/dial`, the call's id alone resolves to `/api/calls/{call_sid}`.
-    Ok(Created::at(call.call_sid.clone(), call))
+    Ok(Keyed {
+        reply: Created::at(call.call_sid.clone(), call),
+        replayed,
+    })
 }
 
 const CALL_HANGUP: Operation =

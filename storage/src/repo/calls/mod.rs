@@ -6,8 +6,9 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QuerySelect, TransactionTrait,
 };
-use voiceplane_core::Result;
+use voiceplane_core::idempotency::{IdempotencyRepository, KeyBinding};
 use voiceplane_core::model::{AnalysisStatus, Call, Event, EventStamp, Recording};
+use voiceplane_core::{Error, Result};
 use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
 
@@ -148,36 +149,41 @@ pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
     })
 }
 
-#[async_trait]
-impl CallRepository for SeaRepository {
-    async fn call_insert(&self, call: &Call, event: &Event) -> Result<()> {
-        let txn = self.db.begin().await.map_err(db_err)?;
-        call::Entity::insert(call_row(call)?)
-            .exec_without_returning(&txn)
-            .await
-            .map_err(db_err)?;
-        record_event(&txn, &call.organization_id, event).await?;
-        txn.commit().await.map_err(db_err)
-    }
-
-    async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>> {
-        one(
-            &self.db,
-            call::Entity::find_by_id(call_sid.to_owned())
-                .filter(call::Column::OrganizationId.eq(organization_id)),
-            call_from,
-        )
-        .await
-    }
-
-    async fn call_update(
+impl SeaRepository {
+    /// `call_update`, binding `key` to the call first when given; see
+    /// [`CallRepository::call_update_keyed`]. The call is the first row it locks: a campaign's
+    /// call ending moves on its recipient and hurries the pacer's job, which come after it in
+    /// the lock order (docs/ARCHITECTURE.md), and the campaign's row is not written.
+    async fn update_call(
         &self,
         organization_id: &str,
         call_sid: &str,
         change: Change<'_, Call>,
         event: &EventStamp,
-    ) -> Result<Option<Call>> {
+        key: Option<&KeyBinding>,
+    ) -> Result<Option<(Call, bool)>> {
         let txn = self.db.begin().await.map_err(db_err)?;
+        if let Some(key) = key
+            && !super::idempotency::bind(&txn, key, call_sid, event.created_at).await?
+        {
+            drop(txn);
+            let bound = self
+                .idempotency_bound(&key.scope, &key.key, event.created_at)
+                .await?
+                .ok_or_else(|| {
+                    Error::Conflict(
+                        "a request with this Idempotency-Key was being processed; retry it"
+                            .to_owned(),
+                    )
+                })?;
+            if bound.for_retry(key)? != call_sid {
+                return Err(voiceplane_core::idempotency::mismatch());
+            }
+            return Ok(self
+                .call_get(organization_id, call_sid)
+                .await?
+                .map(|call| (call, true)));
+        }
         let Some(before) = one(
             &txn,
             call::Entity::find_by_id(call_sid.to_owned())
@@ -191,7 +197,7 @@ impl CallRepository for SeaRepository {
         };
         let mut c = event.change(&before, change)?;
         if c == before {
-            return Ok(Some(c));
+            return Ok(Some((c, false)));
         }
         if super::analysis::due(&txn, &before, &c).await? {
             c.analysis_status = Some(AnalysisStatus::Pending);
@@ -263,7 +269,55 @@ impl CallRepository for SeaRepository {
         super::usage::charged(&txn, &before, &c).await?;
         super::analysis::requested(&txn, &before, &c).await?;
         txn.commit().await.map_err(db_err)?;
-        Ok(Some(c))
+        Ok(Some((c, false)))
+    }
+}
+
+#[async_trait]
+impl CallRepository for SeaRepository {
+    async fn call_insert(&self, call: &Call, event: &Event) -> Result<()> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        call::Entity::insert(call_row(call)?)
+            .exec_without_returning(&txn)
+            .await
+            .map_err(db_err)?;
+        record_event(&txn, &call.organization_id, event).await?;
+        txn.commit().await.map_err(db_err)
+    }
+
+    async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>> {
+        one(
+            &self.db,
+            call::Entity::find_by_id(call_sid.to_owned())
+                .filter(call::Column::OrganizationId.eq(organization_id)),
+            call_from,
+        )
+        .await
+    }
+
+    async fn call_update(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+    ) -> Result<Option<Call>> {
+        Ok(self
+            .update_call(organization_id, call_sid, change, event, None)
+            .await?
+            .map(|(call, _)| call))
+    }
+
+    async fn call_update_keyed(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+        key: &KeyBinding,
+    ) -> Result<Option<(Call, bool)>> {
+        self.update_call(organization_id, call_sid, change, event, Some(key))
+            .await
     }
 
     async fn call_set_recording(
