@@ -620,6 +620,7 @@ pub mod campaign_recipient {
         pub next_attempt_at: Option<i64>,
         pub last_outcome: Option<String>,
         pub created_at: i64,
+        pub window_wait: bool,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

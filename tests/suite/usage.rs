@@ -432,7 +432,12 @@ async fn the_usage_report_adds_up_the_items(ctx: &TestContext) {
 
 /// Posts `body` to `path` with the `Idempotency-Key` `key`; the answer and whether it was
 /// marked replayed.
-async fn post_keyed(c: &ApiCaller, path: &str, key: &str, body: Value) -> (StatusCode, Value, bool) {
+async fn post_keyed(
+    c: &ApiCaller,
+    path: &str,
+    key: &str,
+    body: Value,
+) -> (StatusCode, Value, bool) {
     let resp = c
         .request(Method::POST, path)
         .header("Idempotency-Key", key)
@@ -481,7 +486,10 @@ async fn a_retried_usage_post_charges_once(ctx: &TestContext) {
     }
     // Some ids known, one new: only the new one is added.
     let (status, body) = c
-        .post(&usage, json!({"items": [with_id("stt-2", 20.0), with_id("stt-3", 2.0)]}))
+        .post(
+            &usage,
+            json!({"items": [with_id("stt-2", 20.0), with_id("stt-3", 2.0)]}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["data"]["cost_breakdown"].as_array().unwrap().len(), 3);
@@ -492,19 +500,28 @@ async fn a_retried_usage_post_charges_once(ctx: &TestContext) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(
-        body["detail"].as_str().unwrap().contains("items[0].id `stt-1`"),
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("items[0].id `stt-1`"),
         "{body}"
     );
     // Bad ids.
     for (items, says) in [
-        (json!([with_id("", 1.0)]), "items[0].id must be 1 to 64 characters"),
+        (
+            json!([with_id("", 1.0)]),
+            "items[0].id must be 1 to 64 characters",
+        ),
         (
             json!([with_id("ok", 1.0), with_id(&"x".repeat(65), 1.0)]),
             "items[1].id must be 1 to 64 characters",
         ),
         (
-            json!([with_id("twice", 1.0), item("stt", "deepgram", None, 1.0, "seconds"),
-                   with_id("twice", 2.0)]),
+            json!([
+                with_id("twice", 1.0),
+                item("stt", "deepgram", None, 1.0, "seconds"),
+                with_id("twice", 2.0)
+            ]),
             "items[2].id `twice` repeats items[0].id",
         ),
     ] {
@@ -541,7 +558,10 @@ async fn a_retried_usage_post_charges_once(ctx: &TestContext) {
 
     let (status, report) = c.get("/api/usage").await;
     assert_eq!(status, StatusCode::OK, "{report}");
-    assert_eq!(report["data"]["totals"]["credits"], 19.0, "charged once each");
+    assert_eq!(
+        report["data"]["totals"]["credits"], 19.0,
+        "charged once each"
+    );
     server.stop().await;
 }
 

@@ -156,7 +156,10 @@ impl Service {
         call_sid: &str,
         input: NewUsage,
     ) -> Result<Call> {
-        Ok(self.call_usage_add_keyed(actor, call_sid, input, None).await?.0)
+        Ok(self
+            .call_usage_add_keyed(actor, call_sid, input, None)
+            .await?
+            .0)
     }
 
     /// [`Service::call_usage_add`] under an `Idempotency-Key`, bound to the call in the

@@ -171,6 +171,8 @@ impl SuppressionRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         record_event(&txn, organization_id, &stamp.with(&entry)?).await?;
+        super::campaigns::suppression_lifted(&txn, organization_id, phone_number, stamp.created_at)
+            .await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(entry))
     }

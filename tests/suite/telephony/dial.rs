@@ -999,7 +999,10 @@ async fn a_dial_retried_after_a_crash_returns_its_first_call(ctx: &TestContext) 
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert!(replayed);
     assert_eq!(sid_of(&body), call_sid);
-    assert_eq!(body["data"]["provider_call_id"], "CA00000000000000000000000000000777");
+    assert_eq!(
+        body["data"]["provider_call_id"],
+        "CA00000000000000000000000000000777"
+    );
     // Released, as a 500 after an ambiguous commit releases it.
     sql(ctx, "DELETE FROM idempotency_keys", vec![]).await;
     let (status, body, replayed) = dial_keyed(&line, "dial-once", CALLEE).await;
@@ -1011,7 +1014,10 @@ async fn a_dial_retried_after_a_crash_returns_its_first_call(ctx: &TestContext) 
     let (status, body, _) = dial_keyed(&line, "dial-once", "+14155550123").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert!(
-        body["detail"].as_str().unwrap().contains("different request"),
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("different request"),
         "{body}"
     );
     assert_eq!(line.calls().await.len(), 1, "no second call");

@@ -179,7 +179,11 @@ const CALL_DIAL: Operation = Operation::post("/api/calls/dial", handler!(call_di
          (404); a number that does not place calls, has no integration, or whose Telnyx \
          integration lacks `connection_id` or `public_key`, or no `runtime_stream_url`; a \
          suppressed number, outside `calling_hours`, or once the month's credits reached \
-         `monthly_credit_limit` (422); past `max_concurrent_calls` (429). Needs `calls:write` (agent_manager or admin).",
+         `monthly_credit_limit` (422); past `max_concurrent_calls` (429). With an \
+         `Idempotency-Key` the key is bound to the call in the transaction that records it: \
+         a retry whose first answer was lost (a crash, a lost commit acknowledgement) answers \
+         that call, 201 with `Idempotent-Replayed: true`, and dials nobody. Needs \
+         `calls:write` (agent_manager or admin).",
     );
 
 async fn call_dial(

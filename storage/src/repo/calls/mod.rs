@@ -8,9 +8,9 @@ use sea_orm::{
 };
 use voiceplane_core::idempotency::{IdempotencyRepository, KeyBinding};
 use voiceplane_core::model::{AnalysisStatus, Call, Event, EventStamp, Recording};
-use voiceplane_core::{Error, Result};
 use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
 
 use super::{one, record_event, record_if_changed};
 
