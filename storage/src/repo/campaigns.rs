@@ -231,8 +231,9 @@ fn running_of(org: &str) -> String {
 }
 
 /// Makes the pending recipients that the campaigns of `campaigns` (a subquery of ids, with
-/// `$1` for `now`) keep waiting for their windows or the calling hours due at `now`: the pacer
-/// looks at them again under the windows and hours as they are now. A retry's delay is kept.
+/// its own parameters in `values`) keep waiting for their windows or the calling hours due
+/// (`next_attempt_at` `NULL`, as before their first look): the pacer looks at them again
+/// under the windows and hours as they are now. A retry's delay is kept.
 async fn windows_changed<C: ConnectionTrait>(
     db: &C,
     campaigns: &str,
@@ -244,7 +245,7 @@ async fn windows_changed<C: ConnectionTrait>(
     execute(
         db,
         &format!(
-            "UPDATE campaign_recipients SET next_attempt_at = $1, window_wait = ${no} \
+            "UPDATE campaign_recipients SET next_attempt_at = NULL, window_wait = ${no} \
              WHERE campaign_id IN ({campaigns}) AND status = 'pending' AND window_wait = ${yes}"
         ),
         values,
@@ -283,12 +284,15 @@ pub(crate) async fn organization_changed<C: ConnectionTrait>(
     now: Timestamp,
     windows: bool,
 ) -> Result<()> {
-    let values = || vec![now.as_micros().into(), organization_id.into()];
-    let running = running_of("$2");
     if windows {
-        windows_changed(db, &running, values()).await?;
+        windows_changed(db, &running_of("$1"), vec![organization_id.into()]).await?;
     }
-    hurry_all(db, &running, values()).await
+    hurry_all(
+        db,
+        &running_of("$2"),
+        vec![now.as_micros().into(), organization_id.into()],
+    )
+    .await
 }
 
 /// Puts back to `pending` the recipients with `phone_number` that a campaign of the
@@ -302,16 +306,11 @@ pub(crate) async fn suppression_lifted<C: ConnectionTrait>(
 ) -> Result<()> {
     let revived = execute(
         db,
-        "UPDATE campaign_recipients SET status = 'pending', next_attempt_at = $1, \
-         window_wait = $4 WHERE campaign_id IN (SELECT campaign_id FROM campaigns \
-         WHERE organization_id = $2 AND status IN ('draft', 'running', 'paused')) \
-         AND to_number = $3 AND status = 'suppressed'",
-        vec![
-            now.as_micros().into(),
-            organization_id.into(),
-            phone_number.into(),
-            false.into(),
-        ],
+        "UPDATE campaign_recipients SET status = 'pending', next_attempt_at = NULL, \
+         window_wait = $3 WHERE campaign_id IN (SELECT campaign_id FROM campaigns \
+         WHERE organization_id = $1 AND status IN ('draft', 'running', 'paused')) \
+         AND to_number = $2 AND status = 'suppressed'",
+        vec![organization_id.into(), phone_number.into(), false.into()],
     )
     .await?;
     if revived == 0 {
@@ -609,12 +608,7 @@ impl CampaignRepository for SeaRepository {
         if let Some(job) = &effects.pace {
             // The windows may have changed while it was paused (or the calling hours, whose
             // change woke only running campaigns): its waiting recipients are looked at again.
-            windows_changed(
-                &txn,
-                "$2",
-                vec![event.created_at.as_micros().into(), campaign_id.into()],
-            )
-            .await?;
+            windows_changed(&txn, "$1", vec![campaign_id.into()]).await?;
             // A pacer of before a pause may still be queued for later, or finishing a run
             // that saw the campaign paused: the new one replaces it (a run still going ends
             // without effect on the queue; its dials are claims like any other).
