@@ -1369,7 +1369,74 @@ async fn deleting_ending_and_pacing_at_once_never_deadlock(ctx: &TestContext) {
     line.close().await;
 }
 
+/// One edge of the lock order, checked directly (Postgres; SQLite has no row locks): a
+/// campaign call's end comes after the organization and the campaign in the order, so it is
+/// applied while another transaction holds both rows (as a pacer's dial does), without
+/// waiting for them.
+async fn a_call_ends_while_its_campaign_and_organization_are_locked(ctx: &TestContext) {
+    use sea_orm::{ConnectionTrait, Statement, TransactionTrait};
+    let line = Line::open(ctx, Provider::Twilio).await;
+    let db = ctx.repo.connection();
+    if db.get_database_backend() != sea_orm::DatabaseBackend::Postgres {
+        line.close().await;
+        return;
+    }
+    twilio_creates(&line).await;
+    let path = started(
+        &line,
+        json!({}),
+        json!([{"to_number": "+14155550701", "timezone": "UTC"}]),
+    )
+    .await;
+    eventually("the recipient is dialed", || async {
+        dialed(&line).await.len() == 1
+    })
+    .await;
+    let call_sid = dialed(&line).await[0].call_sid.clone();
+    line.call_until(&call_sid, "the dial is placed", |c| {
+        c["provider_call_id"].is_string()
+    })
+    .await;
+    let campaign_id = path.rsplit('/').next().unwrap().to_owned();
+    let org = line.c.org.clone().unwrap();
+    let holder = db.begin().await.unwrap();
+    for (sql, id) in [
+        (
+            "SELECT 1 FROM organizations WHERE organization_id = $1 FOR NO KEY UPDATE",
+            org,
+        ),
+        (
+            "SELECT 1 FROM campaigns WHERE campaign_id = $1 FOR NO KEY UPDATE",
+            campaign_id,
+        ),
+    ] {
+        holder
+            .execute_raw(Statement::from_sql_and_values(
+                sea_orm::DatabaseBackend::Postgres,
+                sql,
+                [id.into()],
+            ))
+            .await
+            .unwrap();
+    }
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        ends(&line, &call_sid, "completed"),
+    )
+    .await
+    .expect("the end is applied while the rows before the call's are held");
+    let done = eventually_value(&line, &path, "+14155550701", |r| r["status"] == "completed").await;
+    assert_eq!(done["last_outcome"], "completed");
+    holder.rollback().await.unwrap();
+    eventually("the campaign completes", || async {
+        campaign(&line, &path).await["status"] == "completed"
+    })
+    .await;
+    line.close().await;
+}
+
 db_tests!(
+    a_call_ends_while_its_campaign_and_organization_are_locked,
     a_waiting_campaign_wakes_within_two_seconds,
     deleting_ending_and_pacing_at_once_never_deadlock,
     a_campaign_keeps_to_its_period,
