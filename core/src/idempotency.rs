@@ -10,6 +10,15 @@
 //! ([`Service::idempotency_release`](crate::Service::idempotency_release)) when the answer is not one to remember. A row outlives
 //! its [`IDEMPOTENCY_TTL`] only until the recurring sweep ([`IDEMPOTENCY_SWEEP`]) deletes it.
 //!
+//! The stored answer alone cannot keep a create from running twice: it is written after the
+//! create commits, so a crash or a lost commit acknowledgement in between leaves the key
+//! `running` (or released) while the resource exists. A create that reaches a provider or
+//! charges credits (`POST /api/calls/dial`, `POST /api/calls/{call_sid}/usage`) therefore also
+//! writes a [`KeyBinding`] in its own transaction, naming what it created; a later request with
+//! the key finds the binding before anything else and answers with that resource, whatever
+//! the key's row says, and a create racing it finds the binding's row taken and writes
+//! nothing.
+//!
 //! This module knows nothing of the protocol: the adapter decides what a request's fingerprint
 //! is, which answers are stored, and what a [`StoredAnswer`] holds beside its body.
 
@@ -17,7 +26,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::time::Timestamp;
 
 /// How long a key is remembered after its first use: 24 hours.
@@ -72,6 +81,46 @@ pub struct NewIdempotencyKey {
     pub locked_until: Timestamp,
 }
 
+/// A key, as a create that must never run twice for it binds it to what it creates, in the
+/// create's own transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyBinding {
+    /// Organization and credential.
+    pub scope: String,
+    /// The caller's key.
+    pub key: String,
+    /// The fingerprint of the request that carries it.
+    pub fingerprint: String,
+}
+
+/// What a key was bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// The fingerprint of the request that created it.
+    pub fingerprint: String,
+    /// The id of what it created (a call's `call_sid`).
+    pub resource: String,
+}
+
+impl Bound {
+    /// The resource, when `binding` is a retry of the request that created it; a 422 when the
+    /// key was used with another request.
+    pub fn for_retry(self, binding: &KeyBinding) -> Result<String> {
+        if self.fingerprint != binding.fingerprint {
+            return Err(mismatch());
+        }
+        Ok(self.resource)
+    }
+}
+
+/// The answer to a key used with another request than its first.
+pub fn mismatch() -> Error {
+    Error::unprocessable(
+        "this Idempotency-Key was already used with a different request (method, path or \
+         body); use a new key for a new request",
+    )
+}
+
 /// The database side of idempotency keys.
 #[async_trait]
 pub trait IdempotencyRepository: Send + Sync {
@@ -93,8 +142,15 @@ pub trait IdempotencyRepository: Send + Sync {
     ) -> Result<bool>;
     /// Deletes the row the request holding `token` claimed.
     async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()>;
-    /// Deletes up to `limit` rows expired at `now`; returns how many.
+    /// Deletes up to `limit` rows expired at `now`, keys and bindings; returns how many.
     async fn idempotency_delete_expired(&self, now: Timestamp, limit: u64) -> Result<u64>;
+    /// What the key was bound to, unless the binding expired at `now`.
+    async fn idempotency_bound(
+        &self,
+        scope: &str,
+        key: &str,
+        now: Timestamp,
+    ) -> Result<Option<Bound>>;
 }
 
 /// What a request with an idempotency key may do.

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use voiceplane_core::Service;
 use voiceplane_core::auth::Actor;
+use voiceplane_core::idempotency::KeyBinding;
 use voiceplane_core::model::Outcome;
 use voiceplane_core::page::Page;
 
@@ -84,6 +85,11 @@ impl Cx {
     /// The service every operation calls.
     pub(crate) fn service(&self) -> &Service {
         &self.api.service
+    }
+
+    /// The request's `Idempotency-Key`, for a create that binds it to what it makes.
+    pub(crate) fn idempotency_key(&self) -> Option<&KeyBinding> {
+        self.parts.extensions.get::<KeyBinding>()
     }
 }
 
@@ -377,6 +383,31 @@ impl<T: Serialize + JsonSchema + 'static> Reply for Created<T> {
         };
     }
 }
+/// An answer that repeats one given before under the request's `Idempotency-Key` when
+/// `replayed` (the key was bound to what the first request created): marked
+/// `Idempotent-Replayed: true`, as a stored answer's replay is.
+pub(crate) struct Keyed<R> {
+    pub(crate) reply: R,
+    pub(crate) replayed: bool,
+}
+
+impl<R: Reply> Reply for Keyed<R> {
+    fn into_response(self) -> Response<ResponseBody> {
+        let mut response = self.reply.into_response();
+        if self.replayed {
+            response.headers_mut().insert(
+                crate::protect::idempotency::IDEMPOTENT_REPLAYED,
+                HeaderValue::from_static("true"),
+            );
+        }
+        response
+    }
+
+    fn describe(spec: &mut OpSpec, schemas: &mut Schemas) {
+        R::describe(spec, schemas);
+    }
+}
+
 /// `201` with `Location` when the put created the resource, `200` when it changed the one
 /// that was there.
 pub(crate) enum Put<T> {

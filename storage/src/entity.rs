@@ -620,6 +620,7 @@ pub mod campaign_recipient {
         pub next_attempt_at: Option<i64>,
         pub last_outcome: Option<String>,
         pub created_at: i64,
+        pub window_wait: bool,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -669,6 +670,7 @@ pub mod call_usage {
         pub unit: String,
         pub credits: Option<f64>,
         pub created_at: i64,
+        pub item_id: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -430,7 +430,154 @@ async fn the_usage_report_adds_up_the_items(ctx: &TestContext) {
     server.stop().await;
 }
 
+/// Posts `body` to `path` with the `Idempotency-Key` `key`; the answer and whether it was
+/// marked replayed.
+async fn post_keyed(
+    c: &ApiCaller,
+    path: &str,
+    key: &str,
+    body: Value,
+) -> (StatusCode, Value, bool) {
+    let resp = c
+        .request(Method::POST, path)
+        .header("Idempotency-Key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let replayed = resp.headers().get("idempotent-replayed").is_some();
+    let (status, body) = read_json(resp).await;
+    (status, body, replayed)
+}
+
+/// Items with client ids: a post sent again adds nothing and answers as the first did, one
+/// that repeats some ids adds only the others, an id naming another item is a 409, and bad
+/// ids are a 400 with a sentence; the month's credits count each item once. A post under an
+/// `Idempotency-Key` whose stored answer was lost (the key's row gone, as after a crash
+/// between the commit and the answer) charges once too.
+async fn a_retried_usage_post_charges_once(ctx: &TestContext) {
+    let server = TestServer::start(ctx).await;
+    let c = ApiCaller::bootstrap(ctx, &server, "Retrying").await;
+    let (status, body) = put(
+        &c,
+        PRICES,
+        json!({"prices": [{"component": "stt", "provider": "deepgram", "unit": "seconds",
+                           "credits_per_unit": 0.5}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let agent = c.create("/api/agents", agent_body("Retried")).await;
+    let call_sid = call_of(&c, agent["agent_id"].as_str().unwrap(), None).await;
+    let usage = format!("/api/calls/{call_sid}/usage");
+    let with_id = |id: &str, seconds: f64| {
+        let mut item = item("stt", "deepgram", None, seconds, "seconds");
+        item["id"] = json!(id);
+        item
+    };
+    let first_body = json!({"items": [with_id("stt-1", 10.0), with_id("stt-2", 20.0)]});
+    let (status, first) = c.post(&usage, first_body.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["data"]["total_cost"], 15.0);
+    assert_eq!(first["data"]["cost_breakdown"][0]["id"], "stt-1");
+    for _ in 0..2 {
+        let (status, again) = c.post(&usage, first_body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{again}");
+        assert_eq!(again["data"], first["data"], "answered as the first was");
+    }
+    // Some ids known, one new: only the new one is added.
+    let (status, body) = c
+        .post(
+            &usage,
+            json!({"items": [with_id("stt-2", 20.0), with_id("stt-3", 2.0)]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["cost_breakdown"].as_array().unwrap().len(), 3);
+    assert_eq!(body["data"]["total_cost"], 16.0);
+    // An id is its item's for good.
+    let (status, body) = c
+        .post(&usage, json!({"items": [with_id("stt-1", 99.0)]}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("items[0].id `stt-1`"),
+        "{body}"
+    );
+    // Bad ids.
+    for (items, says) in [
+        (
+            json!([with_id("", 1.0)]),
+            "items[0].id must be 1 to 64 characters",
+        ),
+        (
+            json!([with_id("ok", 1.0), with_id(&"x".repeat(65), 1.0)]),
+            "items[1].id must be 1 to 64 characters",
+        ),
+        (
+            json!([
+                with_id("twice", 1.0),
+                item("stt", "deepgram", None, 1.0, "seconds"),
+                with_id("twice", 2.0)
+            ]),
+            "items[2].id `twice` repeats items[0].id",
+        ),
+    ] {
+        let (status, body) = c.post(&usage, json!({"items": items})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body["detail"].as_str().unwrap().contains(says), "{body}");
+    }
+    let longest = "y".repeat(64);
+    let (status, body) = c
+        .post(&usage, json!({"items": [with_id(&longest, 2.0)]}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["data"]["total_cost"], 17.0);
+
+    // Under an Idempotency-Key, without ids: the answer stored after the commit is lost.
+    let keyed = json!({"items": [item("stt", "deepgram", None, 4.0, "seconds")]});
+    let (status, body, replayed) = post_keyed(&c, &usage, "usage-1", keyed.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!replayed);
+    assert_eq!(body["data"]["total_cost"], 19.0);
+    forget_idempotency_answers(ctx).await;
+    let (status, again, replayed) = post_keyed(&c, &usage, "usage-1", keyed).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert!(replayed, "the key's binding answers");
+    assert_eq!(again["data"], body["data"]);
+    let (status, body, _) = post_keyed(
+        &c,
+        &usage,
+        "usage-1",
+        json!({"items": [item("stt", "deepgram", None, 5.0, "seconds")]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    let (status, report) = c.get("/api/usage").await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(
+        report["data"]["totals"]["credits"], 19.0,
+        "charged once each"
+    );
+    server.stop().await;
+}
+
+/// What a crash between a create's commit and the storing of its answer leaves of the keys'
+/// rows: none (a key released, or never stored).
+async fn forget_idempotency_answers(ctx: &TestContext) {
+    use sea_orm::ConnectionTrait;
+    ctx.repo
+        .connection()
+        .execute_unprepared("DELETE FROM idempotency_keys")
+        .await
+        .unwrap();
+}
+
 db_tests!(
+    a_retried_usage_post_charges_once,
     usage_is_priced_when_recorded,
     concurrent_usage_posts_lose_nothing,
     the_usage_report_adds_up_the_items,

@@ -285,8 +285,8 @@ pub struct Campaign {
     #[serde(skip_serializing)]
     #[cfg_attr(feature = "openapi", schemars(skip))]
     pub dials: u64,
-    /// How many of its calls have ended: a pacer that sees it change while it ran looks
-    /// again at once (not serialized).
+    /// No longer raised: a call's end hurries the pacer's job instead, without writing the
+    /// campaign's row (not serialized).
     #[serde(skip_serializing)]
     #[cfg_attr(feature = "openapi", schemars(skip))]
     pub nudges: u64,

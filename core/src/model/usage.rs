@@ -75,6 +75,10 @@ impl UsageUnit {
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UsageItem {
+    /// The client's id of the item, 1–64 characters, unique per call: an item whose id the
+    /// call holds already is not added again, so a post sent twice charges once.
+    #[serde(default)]
+    pub id: Option<String>,
     /// `stt`, `llm`, `tts`, `telephony` or `other`.
     pub component: UsageComponent,
     /// Who provided it (`deepgram`, `openai`, `twilio`…), 1–100 characters.
@@ -104,6 +108,9 @@ pub const MAX_CALL_USAGE_ITEMS: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct UsageCharge {
+    /// The client's id of the item, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The component.
     pub component: UsageComponent,
     /// The provider.
@@ -201,6 +208,7 @@ impl PriceBook {
     /// `item` priced by this book.
     pub fn charge(&self, item: UsageItem) -> UsageCharge {
         UsageCharge {
+            id: item.id,
             credits: self.credits(
                 item.component,
                 &item.provider,

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use super::Change;
 use crate::error::Result;
+use crate::idempotency::KeyBinding;
 use crate::model::{
     AuditEntry, Call, CallJson, CallMessage, CallQuery, CallStats, Event, EventStamp, NewMessage,
     Recording, StatsGroupBy,
@@ -31,6 +32,18 @@ pub trait CallRepository: Send + Sync {
         change: Change<'_, Call>,
         event: &EventStamp,
     ) -> Result<Option<Call>>;
+    /// [`CallRepository::call_update`] that first binds `key` to the call in its transaction:
+    /// the call as changed and `false`; when the key is bound already (a retry whose first
+    /// answer was lost), nothing is changed and the answer is the call as it is and `true`
+    /// (a 422 when the key was used with another request).
+    async fn call_update_keyed(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+        key: &KeyBinding,
+    ) -> Result<Option<(Call, bool)>>;
     /// Points the call at its stored recording (or at none).
     async fn call_set_recording(
         &self,

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::idempotency::KeyBinding;
 use crate::jobs::NewJob;
 use crate::model::{
     Call, CampaignStatus, Event, EventStamp, Integration, OrganizationSettings, PhoneNumber, Unsent,
@@ -63,8 +64,18 @@ pub trait TelephonyRepository: Send + Sync {
     /// in that transaction (422), and so is one that would take the organization's outbound
     /// calls `queued`, `ringing` or `in_progress` past its `max_concurrent_calls` (429; the
     /// organization's row is locked while they are counted, so instances racing each other
-    /// cannot both pass); nothing is written then.
-    async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)>;
+    /// cannot both pass); nothing is written then. With `key`, the key is bound to the call
+    /// first thing in the transaction; when it is bound already (a retry of a dial whose
+    /// answer was lost, or one racing it), nothing is written and the answer is the call it
+    /// was bound to and `false` (a 422 when the key was used with another request, a 409 when
+    /// that call was deleted since).
+    async fn call_open(
+        &self,
+        call: &Call,
+        event: &Event,
+        jobs: &[NewJob],
+        key: Option<&KeyBinding>,
+    ) -> Result<(Call, bool)>;
     /// Marks the queued call `call_sid` as being sent at `now` (`dial_started_at`), after
     /// `check` found nothing against it in the same transaction, which locks the organization
     /// (as suppression writes do, so that a number suppressed before this commits is never

@@ -8,11 +8,13 @@ use async_trait::async_trait;
 
 use super::Service;
 use super::jobs::SWEEP_BATCH;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::idempotency::{
-    Claim, IDEMPOTENCY_LEASE, IDEMPOTENCY_SWEEP, IDEMPOTENCY_TTL, NewIdempotencyKey, StoredAnswer,
+    Claim, IDEMPOTENCY_LEASE, IDEMPOTENCY_SWEEP, IDEMPOTENCY_TTL, KeyBinding, NewIdempotencyKey,
+    StoredAnswer,
 };
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
+use crate::model::Call;
 
 /// How often the sweep runs.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
@@ -90,6 +92,43 @@ impl Service {
     /// the operation again.
     pub async fn idempotency_release(&self, scope: &str, key: &str, token: &str) -> Result<()> {
         self.repo.idempotency_release(scope, key, token).await
+    }
+
+    /// The call `key` created before, when it did: a dial whose answer was lost. A 422 when
+    /// the key was used with another request; a 409 when the call was deleted since (the key
+    /// never creates a second one).
+    pub(crate) async fn bound_call(
+        &self,
+        organization_id: &str,
+        key: Option<&KeyBinding>,
+    ) -> Result<Option<Call>> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let Some(bound) = self
+            .repo
+            .idempotency_bound(&key.scope, &key.key, self.now())
+            .await?
+        else {
+            return Ok(None);
+        };
+        let call_sid = bound.for_retry(key)?;
+        match self.repo.call_get(organization_id, &call_sid).await? {
+            Some(call) => Ok(Some(call)),
+            None => Err(Error::Conflict(format!(
+                "the call this Idempotency-Key created, {call_sid}, has been deleted since"
+            ))),
+        }
+    }
+
+    /// Whether `key` in `scope` is bound to what its first request created: that request
+    /// committed, so running it again only answers what it made.
+    pub async fn idempotency_bound(&self, scope: &str, key: &str) -> Result<bool> {
+        Ok(self
+            .repo
+            .idempotency_bound(scope, key, self.now())
+            .await?
+            .is_some())
     }
 
     /// Deletes every expired key, in batches; returns how many.

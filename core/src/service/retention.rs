@@ -218,10 +218,13 @@ impl Service {
             Ok(())
         });
         let audit = self.audited_change(actor, "settings.update", "settings");
-        self.repo
-            .organization_settings_set(&actor.organization_id, change, &audit)
-            .await?
-            .ok_or_else(|| Error::not_found("this organization no longer exists"))
+        // A change of calling hours, zone or limits hurries campaigns' pacers.
+        self.after_write(
+            self.repo
+                .organization_settings_set(&actor.organization_id, change, &audit)
+                .await,
+        )?
+        .ok_or_else(|| Error::not_found("this organization no longer exists"))
     }
 
     /// Applies every organization's retention policy once, in batches; returns how many calls

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use super::{By, Service};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
+use crate::idempotency::KeyBinding;
 use crate::ids::IdKind;
 use crate::model::{
     Call, EventType, MAX_CALL_USAGE_ITEMS, MAX_PRICES, NewPrice, NewPriceBook, NewUsage, Price,
@@ -24,8 +25,20 @@ const MAX_ITEMS_PER_POST: usize = 100;
 /// Largest quantity of one item, and largest price per unit.
 const MAX_QUANTITY: f64 = 1e12;
 
+/// Longest client id of a usage item, in characters.
+const MAX_ITEM_ID_CHARS: usize = 64;
+
 fn checked_item(i: usize, item: UsageItem) -> Result<UsageItem> {
     let field = |name: &str| format!("items[{i}].{name}");
+    if let Some(id) = &item.id
+        && (!(1..=MAX_ITEM_ID_CHARS).contains(&id.chars().count())
+            || id.chars().any(char::is_control))
+    {
+        return Err(Error::invalid(format!(
+            "{} must be 1 to {MAX_ITEM_ID_CHARS} characters without control characters",
+            field("id")
+        )));
+    }
     let provider = validate::text(&field("provider"), &item.provider, 100)?;
     let model = item
         .model
@@ -65,6 +78,61 @@ fn checked_price(i: usize, price: NewPrice) -> Result<Price> {
     })
 }
 
+/// A 400 naming the first item whose id an earlier item of the post has.
+fn distinct_ids(items: &[UsageItem]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Some(id) = item.id.as_deref()
+            && let Some(first) = seen.insert(id, i)
+        {
+            return Err(Error::invalid(format!(
+                "items[{i}].id `{id}` repeats items[{first}].id; an id names one item of the call"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `charge` is `kept`, an item the call holds, posted again: the same id and the same
+/// item (its credits may differ, the prices having changed since).
+fn same_item(kept: &UsageCharge, charge: &UsageCharge) -> bool {
+    kept.component == charge.component
+        && kept.provider == charge.provider
+        && kept.model == charge.model
+        && kept.quantity == charge.quantity
+        && kept.unit == charge.unit
+}
+
+/// The change that appends those of `charges` that `call` does not hold yet (by id) to it;
+/// nothing when it holds them all. A 409 when an id names another item of the call.
+fn append_new_charges(call: &mut Call, charges: Vec<UsageCharge>) -> Result<bool> {
+    let mut new = Vec::with_capacity(charges.len());
+    for (i, charge) in charges.into_iter().enumerate() {
+        let kept = charge.id.as_deref().and_then(|id| {
+            call.cost_breakdown
+                .iter()
+                .find(|c| c.id.as_deref() == Some(id))
+        });
+        match kept {
+            None => new.push(charge),
+            Some(kept) if same_item(kept, &charge) => {}
+            Some(_) => {
+                return Err(Error::Conflict(format!(
+                    "items[{i}].id `{}` names another item of call {}; an id is the item's for \
+                     good, so a retry sends the same item with it",
+                    charge.id.as_deref().unwrap_or_default(),
+                    call.call_sid
+                )));
+            }
+        }
+    }
+    if new.is_empty() {
+        return Ok(false);
+    }
+    append_charges(call, new)?;
+    Ok(true)
+}
+
 /// The change that appends `charges` to a call: its `total_cost` becomes their sum.
 pub(crate) fn append_charges(call: &mut Call, charges: Vec<UsageCharge>) -> Result<()> {
     if call.cost_breakdown.len() + charges.len() > MAX_CALL_USAGE_ITEMS {
@@ -80,15 +148,35 @@ pub(crate) fn append_charges(call: &mut Call, charges: Vec<UsageCharge>) -> Resu
 }
 
 impl Service {
-    /// Appends usage items to a call, each priced by the price book as it is now.
+    /// Appends usage items to a call, each priced by the price book as it is now. An item
+    /// whose id the call holds already is not added again.
     pub async fn call_usage_add(
         &self,
         actor: &Actor,
         call_sid: &str,
         input: NewUsage,
     ) -> Result<Call> {
+        Ok(self
+            .call_usage_add_keyed(actor, call_sid, input, None)
+            .await?
+            .0)
+    }
+
+    /// [`Service::call_usage_add`] under an `Idempotency-Key`, bound to the call in the
+    /// transaction that charges it: answers the call and whether the key had charged it
+    /// before (then nothing is added).
+    pub async fn call_usage_add_keyed(
+        &self,
+        actor: &Actor,
+        call_sid: &str,
+        input: NewUsage,
+        key: Option<&KeyBinding>,
+    ) -> Result<(Call, bool)> {
         actor.require(Permission::CallsWrite)?;
         let call_sid = IdKind::Call.parse(call_sid)?;
+        if let Some(call) = self.bound_call(&actor.organization_id, key).await? {
+            return Ok((call, true));
+        }
         if input.items.is_empty() || input.items.len() > MAX_ITEMS_PER_POST {
             return Err(Error::invalid(format!(
                 "items must hold 1 to {MAX_ITEMS_PER_POST} usage items, got {}",
@@ -101,21 +189,32 @@ impl Service {
             .enumerate()
             .map(|(i, item)| checked_item(i, item))
             .collect::<Result<Vec<_>>>()?;
+        distinct_ids(&items)?;
         let book = self.repo.price_book(&actor.organization_id).await?;
         let charges: Vec<UsageCharge> = items.into_iter().map(|i| book.charge(i)).collect();
         let now = self.now();
         let change = Box::new(move |call: &mut Call| {
-            append_charges(call, charges)?;
-            call.updated_at = now.max(call.updated_at);
+            if append_new_charges(call, charges)? {
+                call.updated_at = now.max(call.updated_at);
+            }
             Ok(())
         });
         let stamp = self.event_stamp(EventType::CallUpdated, By::changing(actor));
-        self.after_write(
-            self.repo
-                .call_update(&actor.organization_id, &call_sid, change, &stamp)
-                .await,
-        )?
-        .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))
+        let org = &actor.organization_id;
+        let changed = match key {
+            Some(key) => {
+                self.repo
+                    .call_update_keyed(org, &call_sid, change, &stamp, key)
+                    .await
+            }
+            None => self
+                .repo
+                .call_update(org, &call_sid, change, &stamp)
+                .await
+                .map(|c| c.map(|c| (c, false))),
+        };
+        self.after_write(changed)?
+            .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))
     }
 
     /// The `telephony` item of a call that `provider` reports lasted `seconds` (> 0): whole
@@ -128,6 +227,7 @@ impl Service {
     ) -> Result<UsageCharge> {
         let book = self.repo.price_book(organization_id).await?;
         Ok(book.charge(UsageItem {
+            id: None,
             component: UsageComponent::Telephony,
             provider: provider.as_str().to_owned(),
             model: None,

@@ -3,7 +3,7 @@
 use voiceplane_core::auth::Actor;
 use voiceplane_core::model::{Call, NewPriceBook, NewUsage, PriceBook, UsageFilter, UsageReport};
 
-use crate::endpoint::{Cx, Data, Json, Query, handler};
+use crate::endpoint::{Cx, Data, Json, Keyed, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -15,7 +15,7 @@ pub(crate) const AREA: Area = Area {
 
 const CALL_USAGE_ADD: Operation =
     Operation::post("/api/calls/{call_sid}/usage", handler!(call_usage_add))
-        .errors(&[404, 422])
+        .errors(&[404, 409, 422])
         .doc(
             "Record what a call consumed",
             "Appends 1–100 usage items to the call (`component`: `stt`, `llm`, `tts`, \
@@ -26,20 +26,29 @@ const CALL_USAGE_ADD: Operation =
              else `null`. The call's `cost_breakdown` lists its items and its `total_cost` \
              becomes their sum (and can no longer be set by a PATCH). A call ended by its \
              provider gets its `telephony` item (minutes, rounded up) by itself. A call holds \
-             at most 1,000 items (422). Answers the call and records `call.updated`. Needs \
-             `calls:write` (agent_manager or admin).",
+             at most 1,000 items (422). An item may carry the client's `id` (1–64 \
+             characters, unique per call): an item whose id the call holds already is not \
+             added again (a different item under that id is a 409), so a post sent again after \
+             a timeout charges once and answers as the first did; two items of one post with \
+             one id are a 400. Under an `Idempotency-Key` the key is bound to the call in the \
+             transaction that charges it, so a retry whose first answer was lost adds nothing. \
+             Answers the call and records `call.updated`. Needs `calls:write` (agent_manager \
+             or admin).",
         );
 
 async fn call_usage_add(
     cx: Cx,
     (call_sid,): (String,),
     (actor, Json(input)): (Actor, Json<NewUsage>),
-) -> Result<Data<Call>, ApiError> {
-    Ok(Data(
-        cx.service()
-            .call_usage_add(&actor, &call_sid, input)
-            .await?,
-    ))
+) -> Result<Keyed<Data<Call>>, ApiError> {
+    let (call, replayed) = cx
+        .service()
+        .call_usage_add_keyed(&actor, &call_sid, input, cx.idempotency_key())
+        .await?;
+    Ok(Keyed {
+        reply: Data(call),
+        replayed,
+    })
 }
 
 const USAGE_REPORT: Operation = Operation::get("/api/usage", handler!(usage_report)).doc(

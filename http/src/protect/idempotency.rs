@@ -14,6 +14,12 @@
 //!   hashed; a larger request with a key is refused with 413.
 //! - Once claimed, the operation runs in its own task: a client that hangs up does not cancel
 //!   it half-way, and its retry gets the stored answer.
+//! - The answer is stored after the operation committed, so a crash or a lost commit
+//!   acknowledgement in between leaves no answer to replay. The creates that must never run
+//!   twice (a dial, a usage post) bind the key to what they make in their own transaction: the
+//!   operation sees the key as a request extension ([`KeyBinding`]), and run again with it
+//!   only answers what it made. A request that finds its key still claimed by one whose
+//!   create is bound is run that way too, rather than told to wait.
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -21,7 +27,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode, header};
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tracing::Instrument;
-use voiceplane_core::idempotency::{Claim, StoredAnswer, fingerprint};
+use voiceplane_core::idempotency::{Claim, KeyBinding, StoredAnswer, fingerprint};
 
 use crate::api::Api;
 use crate::body::{RequestBody, boxed, collect_limited};
@@ -108,15 +114,31 @@ pub(crate) async fn run(
         .map_or(parts.uri.path(), |p| p.as_str());
     let print = fingerprint(parts.method.as_str(), path, &bytes);
     let service = api.service.clone();
+    let mut parts = parts;
+    parts.extensions.insert(KeyBinding {
+        scope: scope.clone(),
+        key: key.clone(),
+        fingerprint: print.clone(),
+    });
     let token = match service.idempotency_claim(&scope, &key, &print).await? {
         Claim::Claimed { token } => token,
         Claim::Replay(stored) => return Ok(replay(stored)),
         Claim::Mismatch => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "this Idempotency-Key was already used with a different request (method, path \
-                 or body); use a new key for a new request",
-            ));
+            return Err(voiceplane_core::idempotency::mismatch().into());
+        }
+        Claim::InFlight if service.idempotency_bound(&scope, &key).await? => {
+            // Committed, and bound: the operation answers what it made, and the claim stays
+            // its holder's to complete.
+            let response = conditional::run(
+                api,
+                op,
+                captures,
+                parts,
+                boxed(http_body_util::Full::new(bytes)),
+                caller,
+            )
+            .await?;
+            return Ok(response);
         }
         Claim::InFlight => {
             return Err(ApiError::new(

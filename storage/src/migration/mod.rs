@@ -33,6 +33,7 @@ mod m0023_analysis;
 mod m0024_event_resources;
 mod m0025_routing_changes;
 mod m0026_call_versions;
+mod m0027_keys_bound;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -101,6 +102,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0024_event_resources::M0024EventResources),
             Box::new(m0025_routing_changes::M0025RoutingChanges),
             Box::new(m0026_call_versions::M0026CallVersions),
+            Box::new(m0027_keys_bound::M0027KeysBound),
         ]
     }
 }

@@ -1,12 +1,15 @@
 //! Campaigns and their recipients. Counts are grouped from the recipients whenever a campaign
 //! is read, so they are always the recipients' statuses. Every write that can race a pacer
-//! locks the campaign's row first (then the organization's, then recipients'), and the end
-//! of a recipient's call is applied in the transaction that ends it ([`call_ended`]).
+//! locks the campaign's row, after the organization's when it needs that one too and before
+//! any call's or recipient's (the lock order of docs/ARCHITECTURE.md), and the end of a
+//! recipient's call is applied in the transaction that ends it ([`call_ended`]), which locks
+//! no campaign. A campaign's row is locked `FOR NO KEY UPDATE`: the key-share locks that
+//! inserting its recipients takes never wait on it.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
+use sea_orm::sea_query::{Expr, ExprTrait, LockType, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, EntityTrait,
     PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
@@ -123,7 +126,7 @@ async fn read<C: ConnectionTrait>(
 ) -> Result<Option<Campaign>> {
     let select = in_org(organization_id, campaign_id);
     let select = if lock {
-        select.lock_exclusive()
+        select.lock(LockType::NoKeyUpdate)
     } else {
         select
     };
@@ -205,7 +208,11 @@ async fn write<C: ConnectionTrait>(db: &C, c: &Campaign) -> Result<()> {
 /// Makes the campaign's pacing job due at `now`: a queued one that waits for later, and a
 /// running one, whose reschedule then keeps `now` (`job_reschedule`), so that a call ending
 /// while the pacer decides when to look again is not missed.
-async fn hurry<C: ConnectionTrait>(db: &C, campaign_id: &str, now: Timestamp) -> Result<()> {
+pub(crate) async fn hurry<C: ConnectionTrait>(
+    db: &C,
+    campaign_id: &str,
+    now: Timestamp,
+) -> Result<()> {
     execute(
         db,
         "UPDATE jobs SET run_at = $1 WHERE unique_key = $2 \
@@ -216,9 +223,110 @@ async fn hurry<C: ConnectionTrait>(db: &C, campaign_id: &str, now: Timestamp) ->
     Ok(())
 }
 
+/// The running campaigns of an organization, as a subquery of their ids (parameter `$org`).
+fn running_of(org: &str) -> String {
+    format!(
+        "SELECT campaign_id FROM campaigns WHERE organization_id = {org} AND status = 'running'"
+    )
+}
+
+/// Makes the pending recipients that the campaigns of `campaigns` (a subquery of ids, with
+/// its own parameters in `values`) keep waiting for their windows or the calling hours due
+/// (`next_attempt_at` `NULL`, as before their first look): the pacer looks at them again
+/// under the windows and hours as they are now. A retry's delay is kept.
+async fn windows_changed<C: ConnectionTrait>(
+    db: &C,
+    campaigns: &str,
+    mut values: Vec<sea_orm::Value>,
+) -> Result<u64> {
+    values.push(false.into());
+    values.push(true.into());
+    let (no, yes) = (values.len() - 1, values.len());
+    execute(
+        db,
+        &format!(
+            "UPDATE campaign_recipients SET next_attempt_at = NULL, window_wait = ${no} \
+             WHERE campaign_id IN ({campaigns}) AND status = 'pending' AND window_wait = ${yes}"
+        ),
+        values,
+    )
+    .await
+}
+
+/// Makes the pacing jobs of the campaigns of `campaigns` (a subquery of ids, with `$1` for
+/// `now`) due at `now`, as [`hurry`] does one.
+async fn hurry_all<C: ConnectionTrait>(
+    db: &C,
+    campaigns: &str,
+    mut values: Vec<sea_orm::Value>,
+) -> Result<()> {
+    values.push(pace_key("").into());
+    let prefix = values.len();
+    execute(
+        db,
+        &format!(
+            "UPDATE jobs SET run_at = $1 WHERE unique_key IN \
+             (SELECT ${prefix} || campaign_id FROM ({campaigns}) AS woken) \
+             AND ((status = 'queued' AND run_at > $1) OR status = 'running')"
+        ),
+        values,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Wakes the organization's running campaigns, in the transaction that changed its settings
+/// (whose row it holds, first in the lock order): when `windows`, their recipients waiting
+/// for the calling hours (or windows) are due again; in any case their pacers are.
+pub(crate) async fn organization_changed<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    now: Timestamp,
+    windows: bool,
+) -> Result<()> {
+    if windows {
+        windows_changed(db, &running_of("$1"), vec![organization_id.into()]).await?;
+    }
+    hurry_all(
+        db,
+        &running_of("$2"),
+        vec![now.as_micros().into(), organization_id.into()],
+    )
+    .await
+}
+
+/// Puts back to `pending` the recipients with `phone_number` that a campaign of the
+/// organization not finished yet found suppressed, in the transaction that removes its
+/// suppression, and wakes the running ones' pacers.
+pub(crate) async fn suppression_lifted<C: ConnectionTrait>(
+    db: &C,
+    organization_id: &str,
+    phone_number: &str,
+    now: Timestamp,
+) -> Result<()> {
+    let revived = execute(
+        db,
+        "UPDATE campaign_recipients SET status = 'pending', next_attempt_at = NULL, \
+         window_wait = $3 WHERE campaign_id IN (SELECT campaign_id FROM campaigns \
+         WHERE organization_id = $1 AND status IN ('draft', 'running', 'paused')) \
+         AND to_number = $2 AND status = 'suppressed'",
+        vec![organization_id.into(), phone_number.into(), false.into()],
+    )
+    .await?;
+    if revived == 0 {
+        return Ok(());
+    }
+    hurry_all(
+        db,
+        &running_of("$2"),
+        vec![now.as_micros().into(), organization_id.into()],
+    )
+    .await
+}
+
 /// Applies the end of `call`, a campaign's, to its recipient, in the transaction that ended
-/// it: the recipient is reached, due again after the retry's delay, or done with; the
-/// campaign's `nudges` go up and its pacer is hurried. A no-op for other calls.
+/// it: the recipient is reached, due again after the retry's delay, or done with, and the
+/// campaign's pacer is hurried. A no-op for other calls.
 pub(crate) async fn call_ended<C: ConnectionTrait>(
     db: &C,
     before: &Call,
@@ -232,15 +340,9 @@ pub(crate) async fn call_ended<C: ConnectionTrait>(
     if !is_terminal(after.status) || (is_terminal(before.status) && !revived) {
         return Ok(());
     }
-    let bumped = execute(
-        db,
-        "UPDATE campaigns SET nudges = nudges + 1 WHERE campaign_id = $1",
-        vec![campaign_id.clone().into()],
-    )
-    .await?;
-    if bumped == 0 {
-        return Ok(());
-    }
+    // The campaign is read, not written: its row comes before the call's in the lock order,
+    // and the pacer learns of the end from its job's `run_at` (`hurry`), which a run under
+    // way keeps when it reschedules itself.
     let Some(campaign) = read(db, &after.organization_id, campaign_id, false).await? else {
         return Ok(());
     };
@@ -361,6 +463,7 @@ impl RecipientWriter for Upload {
                     next_attempt_at: Set(None),
                     last_outcome: Set(None),
                     created_at: Set(r.created_at.as_micros()),
+                    window_wait: Set(false),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -526,6 +629,9 @@ impl CampaignRepository for SeaRepository {
             after.counts = counts_of(&txn, campaign_id).await?;
         }
         if let Some(job) = &effects.pace {
+            // The windows may have changed while it was paused (or the calling hours, whose
+            // change woke only running campaigns): its waiting recipients are looked at again.
+            windows_changed(&txn, "$1", vec![campaign_id.into()]).await?;
             // A pacer of before a pause may still be queued for later, or finishing a run
             // that saw the campaign paused: the new one replaces it (a run still going ends
             // without effect on the queue; its dials are claims like any other).
@@ -550,7 +656,7 @@ impl CampaignRepository for SeaRepository {
         let txn = self.db.begin().await.map_err(db_err)?;
         let status = one(
             &txn,
-            in_org(organization_id, campaign_id).lock_exclusive(),
+            in_org(organization_id, campaign_id).lock(LockType::NoKeyUpdate),
             |m| Ok(m.status),
         )
         .await?
@@ -641,6 +747,7 @@ impl CampaignRepository for SeaRepository {
                 recipient::Column::NextAttemptAt,
                 Expr::val(until.as_micros()),
             )
+            .col_expr(recipient::Column::WindowWait, Expr::val(true))
             .filter(recipient::Column::RecipientId.eq(recipient_id))
             .filter(recipient::Column::Status.eq(RecipientStatus::Pending.as_str()))
             .exec(&self.db)
@@ -693,9 +800,14 @@ impl CampaignRepository for SeaRepository {
         };
         let org = &call.organization_id;
         let txn = self.db.begin().await.map_err(db_err)?;
-        let Some(found) = one(&txn, in_org(org, campaign_id).lock_exclusive(), |m| {
-            Ok((m.status, m.max_concurrency))
-        })
+        // The organization's row before the campaign's: the limits are counted under it
+        // (`refuse_over_limit`), and the lock order puts it first.
+        super::locks::organization(&txn, org).await?;
+        let Some(found) = one(
+            &txn,
+            in_org(org, campaign_id).lock(LockType::NoKeyUpdate),
+            |m| Ok((m.status, m.max_concurrency)),
+        )
         .await?
         else {
             return Ok(CampaignDial::Skipped);
@@ -716,6 +828,7 @@ impl CampaignRepository for SeaRepository {
             recipient::Entity::update_many()
                 .col_expr(recipient::Column::Status, Expr::val(status.as_str()))
                 .col_expr(recipient::Column::NextAttemptAt, Expr::val(None::<i64>))
+                .col_expr(recipient::Column::WindowWait, Expr::val(false))
                 .filter(recipient::Column::RecipientId.eq(recipient_id))
                 .filter(recipient::Column::Status.eq(RecipientStatus::Pending.as_str()))
                 .filter(recipient::Column::Attempts.eq(i64::from(attempts)))

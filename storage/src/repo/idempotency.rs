@@ -1,11 +1,15 @@
 //! Idempotency keys, in plain SQL that SQLite and Postgres both speak: every claim, take-over,
 //! completion and release is one conditional statement, so no transaction reads and then
 //! writes (on SQLite that would fail with "database is locked" under concurrency).
+//!
+//! A key's binding to what a create made ([`bind`]) is written by the create's own
+//! transaction, as its first write (see docs/ARCHITECTURE.md, "Lock order").
 
 use async_trait::async_trait;
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
 use voiceplane_core::idempotency::{
-    IdempotencyRecord, IdempotencyRepository, NewIdempotencyKey, StoredAnswer,
+    Bound, IDEMPOTENCY_TTL, IdempotencyRecord, IdempotencyRepository, KeyBinding,
+    NewIdempotencyKey, StoredAnswer,
 };
 use voiceplane_core::time::Timestamp;
 use voiceplane_core::{Error, Result};
@@ -37,6 +41,38 @@ fn dialect(backend: DatabaseBackend, sql: &str) -> String {
         DatabaseBackend::Postgres => sql.to_owned(),
         _ => sql.replace('$', "?"),
     }
+}
+
+/// Binds `key` to `resource` inside `db`, the transaction that creates it: whether it did.
+/// `false` when the key is bound already (and unexpired at `now`): the transaction must then
+/// write nothing, and its caller answers with what the key was bound to. Of two concurrent
+/// creates with one key, the second waits here for the first to end (Postgres; SQLite has one
+/// writer) and then finds the key bound.
+pub(crate) async fn bind<C: ConnectionTrait>(
+    db: &C,
+    key: &KeyBinding,
+    resource: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let n = super::execute(
+        db,
+        "INSERT INTO idempotency_bindings (scope, idem_key, fingerprint, resource, created_at, \
+         expires_at) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (scope, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, \
+         resource = excluded.resource, created_at = excluded.created_at, \
+         expires_at = excluded.expires_at \
+         WHERE idempotency_bindings.expires_at <= excluded.created_at",
+        vec![
+            key.scope.clone().into(),
+            key.key.clone().into(),
+            key.fingerprint.clone().into(),
+            resource.into(),
+            now.as_micros().into(),
+            now.plus(IDEMPOTENCY_TTL).as_micros().into(),
+        ],
+    )
+    .await?;
+    Ok(n == 1)
 }
 
 fn claim_values(row: &NewIdempotencyKey) -> Vec<Value> {
@@ -153,14 +189,51 @@ impl IdempotencyRepository for SeaRepository {
     }
 
     async fn idempotency_delete_expired(&self, now: Timestamp, limit: u64) -> Result<u64> {
-        self.idem_execute(
-            "DELETE FROM idempotency_keys WHERE (scope, idem_key) IN \
-             (SELECT scope, idem_key FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)",
-            vec![
-                now.as_micros().into(),
-                i64::try_from(limit).unwrap_or(i64::MAX).into(),
-            ],
-        )
-        .await
+        let mut deleted = 0;
+        for table in ["idempotency_keys", "idempotency_bindings"] {
+            deleted += self
+                .idem_execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE (scope, idem_key) IN \
+                         (SELECT scope, idem_key FROM {table} WHERE expires_at <= $1 LIMIT $2)"
+                    ),
+                    vec![
+                        now.as_micros().into(),
+                        i64::try_from(limit).unwrap_or(i64::MAX).into(),
+                    ],
+                )
+                .await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn idempotency_bound(
+        &self,
+        scope: &str,
+        key: &str,
+        now: Timestamp,
+    ) -> Result<Option<Bound>> {
+        let backend = self.db.get_database_backend();
+        let row = self
+            .db
+            .query_one_raw(Statement::from_sql_and_values(
+                backend,
+                dialect(
+                    backend,
+                    "SELECT fingerprint, resource FROM idempotency_bindings \
+                     WHERE scope = $1 AND idem_key = $2 AND expires_at > $3",
+                ),
+                [scope.into(), key.into(), now.as_micros().into()],
+            ))
+            .await
+            .map_err(db_err)?;
+        let get = |e: sea_orm::DbErr| Error::Internal(format!("idempotency_bindings row: {e}"));
+        row.map(|row| {
+            Ok(Bound {
+                fingerprint: row.try_get("", "fingerprint").map_err(get)?,
+                resource: row.try_get("", "resource").map_err(get)?,
+            })
+        })
+        .transpose()
     }
 }

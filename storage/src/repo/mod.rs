@@ -27,6 +27,7 @@ mod events;
 mod idempotency;
 mod integrations;
 pub(crate) mod jobs;
+mod locks;
 mod organizations;
 mod phone_numbers;
 mod retention;

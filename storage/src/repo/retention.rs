@@ -137,6 +137,11 @@ async fn remove_part(
     if removal.part == CallPart::Call {
         let event = (removal.stamp)(EventType::CallDeleted).with(c)?;
         record_event(txn, org, &event).await?;
+        if let Some(campaign_id) = &c.campaign_id {
+            // Its recipient no longer waits for it (the pacer fails it, `recipients_lost`),
+            // and its slot is free.
+            super::campaigns::hurry(txn, campaign_id, removal.now).await?;
+        }
     }
     Ok(true)
 }
@@ -163,7 +168,7 @@ impl RetentionRepository for SeaRepository {
     ) -> Result<Option<OrganizationSettings>> {
         let txn = self.db.begin().await.map_err(db_err)?;
         let Some(before) = organization::Entity::find_by_id(organization_id.to_owned())
-            .lock_exclusive()
+            .lock(sea_orm::sea_query::LockType::NoKeyUpdate)
             .one(&txn)
             .await
             .map_err(db_err)?
@@ -216,6 +221,20 @@ impl RetentionRepository for SeaRepository {
             .map_err(db_err)?;
         let entry = audit.entry(organization_id, Some(&before), Some(&settings))?;
         record_audit(&txn, organization_id, &entry).await?;
+        // What decides when a campaign may dial: its waiting pacers look again at once.
+        let windows =
+            settings.calling_hours != before.calling_hours || settings.timezone != before.timezone;
+        let limits = settings.max_concurrent_calls != before.max_concurrent_calls
+            || settings.monthly_credit_limit != before.monthly_credit_limit;
+        if windows || limits {
+            super::campaigns::organization_changed(
+                &txn,
+                organization_id,
+                audit.stamp.created_at,
+                windows,
+            )
+            .await?;
+        }
         txn.commit().await.map_err(db_err)?;
         if settings.runtime_stream_url != before.runtime_stream_url {
             // The routes every instance keeps follow (migration m0025).

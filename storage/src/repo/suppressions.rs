@@ -3,8 +3,7 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait,
 };
 use voiceplane_core::model::{EventStamp, Suppression};
 use voiceplane_core::page::PageQuery;
@@ -15,7 +14,7 @@ use voiceplane_core::{Error, Result};
 use super::{all, keyset, one, record_event};
 use crate::SeaRepository;
 use crate::convert::{db_err, ts, ts_opt};
-use crate::entity::{organization, suppression};
+use crate::entity::suppression;
 
 fn suppression_from(m: suppression::Model) -> Result<Suppression> {
     Ok(Suppression {
@@ -79,18 +78,6 @@ pub(super) async fn refuse_suppressed<C: ConnectionTrait>(
     }
 }
 
-/// Takes the lock a dial takes as it is marked sent (`call_dial_mark`): a suppression that
-/// commits first is seen by that dial's check, and one that commits after it comes after the
-/// dial in every sense.
-async fn lock_organization<C: ConnectionTrait>(db: &C, organization_id: &str) -> Result<()> {
-    organization::Entity::find_by_id(organization_id.to_owned())
-        .lock(sea_orm::sea_query::LockType::NoKeyUpdate)
-        .one(db)
-        .await
-        .map_err(db_err)?;
-    Ok(())
-}
-
 #[async_trait]
 impl SuppressionRepository for SeaRepository {
     async fn suppression_put(
@@ -99,7 +86,9 @@ impl SuppressionRepository for SeaRepository {
         stamp: &EventStamp,
     ) -> Result<(Suppression, bool)> {
         let txn = self.db.begin().await.map_err(db_err)?;
-        lock_organization(&txn, &entry.organization_id).await?;
+        // The lock a dial takes as it is marked sent (`call_dial_mark`): a suppression that
+        // commits first is seen by that dial's check.
+        super::locks::organization(&txn, &entry.organization_id).await?;
         let row = suppression::ActiveModel {
             suppression_id: Set(entry.suppression_id.clone()),
             organization_id: Set(entry.organization_id.clone()),
@@ -185,6 +174,8 @@ impl SuppressionRepository for SeaRepository {
             .await
             .map_err(db_err)?;
         record_event(&txn, organization_id, &stamp.with(&entry)?).await?;
+        super::campaigns::suppression_lifted(&txn, organization_id, phone_number, stamp.created_at)
+            .await?;
         txn.commit().await.map_err(db_err)?;
         Ok(Some(entry))
     }

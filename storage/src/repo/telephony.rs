@@ -7,6 +7,7 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
     QueryTrait, TransactionTrait,
 };
+use voiceplane_core::idempotency::{IdempotencyRepository, KeyBinding};
 use voiceplane_core::jobs::NewJob;
 use voiceplane_core::model::{
     Call, CallStatus, CallType, CampaignStatus, Event, EventStamp, Integration, PhoneNumber,
@@ -106,6 +107,27 @@ pub(super) async fn refuse_over_limit<C: ConnectionTrait>(
 }
 
 impl SeaRepository {
+    /// The call `key` was bound to, for a dial like `call` that found it bound.
+    async fn bound_call(&self, call: &Call, key: &KeyBinding) -> Result<Call> {
+        let org = &call.organization_id;
+        let Some(bound) = self
+            .idempotency_bound(&key.scope, &key.key, call.created_at)
+            .await?
+        else {
+            return Err(Error::Conflict(
+                "a request with this Idempotency-Key was being processed; retry it".to_owned(),
+            ));
+        };
+        let call_sid = bound.for_retry(key)?;
+        voiceplane_core::repo::CallRepository::call_get(self, org, &call_sid)
+            .await?
+            .ok_or_else(|| {
+                Error::Conflict(format!(
+                    "the call this Idempotency-Key created, {call_sid}, has been deleted since"
+                ))
+            })
+    }
+
     async fn provider_call(
         &self,
         provider: TelephonyProvider,
@@ -154,7 +176,13 @@ impl TelephonyRepository for SeaRepository {
         .await
     }
 
-    async fn call_open(&self, call: &Call, event: &Event, jobs: &[NewJob]) -> Result<(Call, bool)> {
+    async fn call_open(
+        &self,
+        call: &Call,
+        event: &Event,
+        jobs: &[NewJob],
+        key: Option<&KeyBinding>,
+    ) -> Result<(Call, bool)> {
         let known = |found: Option<Call>| match found {
             Some(c) if c.organization_id == call.organization_id => Ok((c, false)),
             Some(_) => Err(Error::Conflict(
@@ -187,6 +215,14 @@ impl TelephonyRepository for SeaRepository {
                 .await?
         } else {
             let txn = self.db.begin().await.map_err(db_err)?;
+            // The key first: a retry of a dial that committed must find its call, not be
+            // refused by the limits that call now counts towards.
+            if let Some(key) = key
+                && !super::idempotency::bind(&txn, key, &call.call_sid, call.created_at).await?
+            {
+                drop(txn);
+                return Ok((self.bound_call(call, key).await?, false));
+            }
             if call.call_type == CallType::Outbound {
                 super::suppressions::refuse_suppressed(
                     &txn,

@@ -50,6 +50,7 @@ pub(crate) async fn charged<C: ConnectionTrait>(db: &C, before: &Call, after: &C
         unit: Set(c.unit.as_str().to_owned()),
         credits: Set(c.credits),
         created_at: Set(after.updated_at.as_micros()),
+        item_id: Set(c.id.clone()),
     });
     call_usage::Entity::insert_many(rows)
         .exec_without_returning(db)

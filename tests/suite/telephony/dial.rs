@@ -810,7 +810,122 @@ async fn the_concurrency_count_reads_only_calls_in_flight(ctx: &TestContext) {
     );
 }
 
+/// `POST /api/calls/dial` with an `Idempotency-Key`, its answer and whether it was marked
+/// replayed.
+async fn dial_keyed(line: &Line, key: &str, to: &str) -> (StatusCode, Value, bool) {
+    let resp = line
+        .c
+        .request(reqwest::Method::POST, "/api/calls/dial")
+        .header("Idempotency-Key", key)
+        .json(&json!({"agent_id": line.agent_id, "to_number": to,
+                      "from_phone_number_id": line.number_id}))
+        .send()
+        .await
+        .unwrap();
+    let replayed = resp.headers().get("idempotent-replayed").is_some();
+    let location = resp
+        .headers()
+        .get("location")
+        .map(|l| l.to_str().unwrap().to_owned());
+    let (status, body) = read_json(resp).await;
+    if status == StatusCode::CREATED {
+        assert_eq!(location.as_deref(), Some(sid_of(&body).as_str()));
+    }
+    (status, body, replayed)
+}
+
+/// Runs `sql` (with Postgres's `$1`) on the test's database.
+async fn sql(ctx: &TestContext, sql: &str, values: Vec<sea_orm::Value>) {
+    use sea_orm::{ConnectionTrait, Statement};
+    let db = ctx.repo.connection();
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        sea_orm::DatabaseBackend::Postgres => sql.to_owned(),
+        _ => sql.replace('$', "?"),
+    };
+    db.execute_raw(Statement::from_sql_and_values(backend, sql, values))
+        .await
+        .unwrap();
+}
+
+/// A dial retried with its key after the server died between the call's commit and the
+/// answer's storing returns the first call and rings nobody again, whatever the key's row
+/// became: still claimed by the dead request (its lease running, then over), or gone (a
+/// commit whose acknowledgement was lost answers 500, which releases the key). The database
+/// is left as each of those leaves it; the fake provider sees one create.
+async fn a_dial_retried_after_a_crash_returns_its_first_call(ctx: &TestContext) {
+    let line = Line::open(ctx, Provider::Twilio).await;
+    twilio_creates(&line, "CA00000000000000000000000000000777").await;
+    let (status, first, replayed) = dial_keyed(&line, "dial-once", CALLEE).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert!(!replayed);
+    let call_sid = sid_of(&first);
+    line.call_until(&call_sid, "the dial is placed", |c| {
+        c["provider_call_id"] == "CA00000000000000000000000000000777"
+    })
+    .await;
+
+    // Killed before the answer was stored: the claim stays, its lease running.
+    let crashed = || async {
+        sql(
+            ctx,
+            "UPDATE idempotency_keys SET response_meta = NULL, response_body = NULL, \
+             locked_until = $1",
+            vec![ctx.clock.peek().add_seconds(300).as_micros().into()],
+        )
+        .await;
+    };
+    crashed().await;
+    let (status, body, replayed) = dial_keyed(&line, "dial-once", CALLEE).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(replayed);
+    assert_eq!(sid_of(&body), call_sid, "the first call");
+    // Its lease over, the next request takes the key over and runs again: the binding answers.
+    crashed().await;
+    ctx.clock.advance(301);
+    let (status, body, replayed) = dial_keyed(&line, "dial-once", CALLEE).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(replayed);
+    assert_eq!(sid_of(&body), call_sid);
+    assert_eq!(
+        body["data"]["provider_call_id"],
+        "CA00000000000000000000000000000777"
+    );
+    // Released, as a 500 after an ambiguous commit releases it.
+    sql(ctx, "DELETE FROM idempotency_keys", vec![]).await;
+    let (status, body, replayed) = dial_keyed(&line, "dial-once", CALLEE).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(replayed);
+    assert_eq!(sid_of(&body), call_sid);
+    // Under the same key another dial is refused, whatever the key's row says.
+    sql(ctx, "DELETE FROM idempotency_keys", vec![]).await;
+    let (status, body, _) = dial_keyed(&line, "dial-once", "+14155550123").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("different request"),
+        "{body}"
+    );
+    assert_eq!(line.calls().await.len(), 1, "no second call");
+    assert_eq!(line.sent_to(CALLS).await.len(), 1, "no second create");
+    // A new key dials anew.
+    let (status, body, _) = dial_keyed(&line, "dial-twice", CALLEE).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_ne!(sid_of(&body), call_sid);
+    eventually("the second dial is sent", || async {
+        line.sent_to(CALLS).await.len() == 2
+    })
+    .await;
+    let calls = line.calls().await;
+    assert_eq!(calls.len(), 2, "one call per key");
+    assert_eq!(line.sent_to(CALLS).await.len(), 2, "one create per key");
+    line.close().await;
+}
+
 db_tests!(
+    a_dial_retried_after_a_crash_returns_its_first_call,
     the_concurrency_count_reads_only_calls_in_flight,
     a_call_runs_its_agents_version,
     dials_keep_to_calling_hours,

@@ -3,8 +3,10 @@
 //! recipients that its windows allow while the campaign has room, through the checks of
 //! `POST /api/calls/dial` (`prepare_dial`) and a transaction that claims the recipient beside
 //! the call (`campaign_dial`), then schedules itself for the next moment there is something
-//! to do. A call's end bumps the campaign's `nudges` and hurries the job, in the transaction
-//! that ends the call.
+//! to do. A call's end hurries the job, in the transaction that ends the call; so does every
+//! other change that can make a recipient dialable (DESIGN §23): a start, the organization's
+//! calling hours, zone or limits, a suppression removed. A recipient the windows or calling
+//! hours keep waiting is deferred with its `window_wait` mark, which those changes clear.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -112,7 +114,6 @@ impl Service {
         if campaign.status != CampaignStatus::Running {
             return Ok(Done::Finished);
         }
-        let nudges = campaign.nudges;
         let now = self.now();
         let ended = campaign.ends_at.is_some_and(|end| end <= now);
         if ended {
@@ -229,10 +230,6 @@ impl Service {
             self.campaign_settle(&campaign, EventType::CampaignCompleted, None)
                 .await?;
             return Ok(Done::Finished);
-        }
-        if campaign.nudges != nudges {
-            // A call ended while this run read the campaign: there may be room now.
-            return Ok(Done::RunAgainAt(self.now()));
         }
         let full =
             wait_for_room || u64::from(campaign.max_concurrency) <= campaign.counts.in_progress;

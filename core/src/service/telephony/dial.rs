@@ -18,6 +18,7 @@ use super::status::DIAL_OUTCOME_UNKNOWN;
 use super::{ready_for_calls, stream_url};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
+use crate::idempotency::KeyBinding;
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
 use crate::model::{
@@ -108,8 +109,23 @@ impl Service {
     /// checks the agent, the number, its integration and the runtime URL, then records the
     /// call `queued` with the job that dials it. Nothing is recorded when a check fails.
     pub async fn call_dial(&self, actor: &Actor, input: Dial) -> Result<Call> {
+        Ok(self.call_dial_keyed(actor, input, None).await?.0)
+    }
+
+    /// [`Service::call_dial`] under an `Idempotency-Key`, bound to the call in the
+    /// transaction that records it: answers the call and whether the key had created it
+    /// before (then nothing else happens, whatever the checks would say now).
+    pub async fn call_dial_keyed(
+        &self,
+        actor: &Actor,
+        input: Dial,
+        key: Option<&KeyBinding>,
+    ) -> Result<(Call, bool)> {
         actor.require(Permission::CallsWrite)?;
         let org = &actor.organization_id;
+        if let Some(call) = self.bound_call(org, key).await? {
+            return Ok((call, true));
+        }
         let plan = DialPlan {
             agent_id: IdKind::Agent.parse(&input.agent_id)?,
             number_id: IdKind::PhoneNumber.parse(&input.from_phone_number_id)?,
@@ -146,8 +162,9 @@ impl Service {
         )?;
         let (call, job) = self.prepare_dial(org, plan, &settings).await?;
         let event = self.event(EventType::CallCreated, &call, By::Creating(actor))?;
-        self.after_write(self.repo.call_open(&call, &event, &[job]).await)?;
-        Ok(call)
+        let (call, created) =
+            self.after_write(self.repo.call_open(&call, &event, &[job], key).await)?;
+        Ok((call, !created))
     }
 
     /// The call `plan` asks for and the job that dials it, once the agent, the number, its

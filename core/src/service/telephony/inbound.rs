@@ -193,7 +193,8 @@ impl Service {
         call.phone_number_id = Some(number.phone_number_id.clone());
         let jobs = jobs(&call, stream.as_deref());
         let event = self.event(EventType::CallCreated, &call, By::System)?;
-        let (call, created) = self.after_write(self.repo.call_open(&call, &event, &jobs).await)?;
+        let (call, created) =
+            self.after_write(self.repo.call_open(&call, &event, &jobs, None).await)?;
         if created && refused {
             tracing::info!(
                 call_sid = %call.call_sid,

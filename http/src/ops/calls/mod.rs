@@ -11,7 +11,7 @@ use voiceplane_core::model::{
 use voiceplane_core::page::PageParams;
 use voiceplane_core::service::CallSession;
 
-use crate::endpoint::{Accepted, CallPage, Created, Cx, Data, Json, Query, handler};
+use crate::endpoint::{Accepted, CallPage, Created, Cx, Data, Json, Keyed, Query, handler};
 use crate::error::ApiError;
 use crate::operation::{Area, Operation};
 
@@ -179,17 +179,27 @@ const CALL_DIAL: Operation = Operation::post("/api/calls/dial", handler!(call_di
          (404); a number that does not place calls, has no integration, or whose Telnyx \
          integration lacks `connection_id` or `public_key`, or no `runtime_stream_url`; a \
          suppressed number, outside `calling_hours`, or once the month's credits reached \
-         `monthly_credit_limit` (422); past `max_concurrent_calls` (429). Needs `calls:write` (agent_manager or admin).",
+         `monthly_credit_limit` (422); past `max_concurrent_calls` (429). With an \
+         `Idempotency-Key` the key is bound to the call in the transaction that records it: \
+         a retry whose first answer was lost (a crash, a lost commit acknowledgement) answers \
+         that call, 201 with `Idempotent-Replayed: true`, and dials nobody. Needs \
+         `calls:write` (agent_manager or admin).",
     );
 
 async fn call_dial(
     cx: Cx,
     (): (),
     (actor, Json(input)): (Actor, Json<Dial>),
-) -> Result<Created<Call>, ApiError> {
-    let call = cx.service().call_dial(&actor, input).await?;
+) -> Result<Keyed<Created<Call>>, ApiError> {
+    let (call, replayed) = cx
+        .service()
+        .call_dial_keyed(&actor, input, cx.idempotency_key())
+        .await?;
     // Relative to `/api/calls/dial`, the call's id alone resolves to `/api/calls/{call_sid}`.
-    Ok(Created::at(call.call_sid.clone(), call))
+    Ok(Keyed {
+        reply: Created::at(call.call_sid.clone(), call),
+        replayed,
+    })
 }
 
 const CALL_HANGUP: Operation =

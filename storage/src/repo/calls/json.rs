@@ -463,6 +463,7 @@ mod tests {
         c.recording_enabled = true;
         c.total_cost = 0.1 + i as f64 / 3.0;
         c.cost_breakdown = vec![UsageCharge {
+            id: None,
             component: UsageComponent::Llm,
             provider: "openai".into(),
             model: Some("gpt-4o".into()),

@@ -6,10 +6,11 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QuerySelect, TransactionTrait,
 };
-use voiceplane_core::Result;
+use voiceplane_core::idempotency::{IdempotencyRepository, KeyBinding};
 use voiceplane_core::model::{AnalysisStatus, Call, Event, EventStamp, Recording};
 use voiceplane_core::repo::{CallRepository, Change};
 use voiceplane_core::time::Timestamp;
+use voiceplane_core::{Error, Result};
 
 use super::{one, record_event, record_if_changed};
 
@@ -234,6 +235,58 @@ pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
     })
 }
 
+impl SeaRepository {
+    /// `call_update`, binding `key` to the call first when given; see
+    /// [`CallRepository::call_update_keyed`]. The call is the first row it locks: a campaign's
+    /// call ending moves on its recipient and hurries the pacer's job, which come after it in
+    /// the lock order (docs/ARCHITECTURE.md), and the campaign's row is not written.
+    async fn update_call(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+        key: Option<&KeyBinding>,
+    ) -> Result<Option<(Call, bool)>> {
+        let txn = self.db.begin().await.map_err(db_err)?;
+        if let Some(key) = key
+            && !super::idempotency::bind(&txn, key, call_sid, event.created_at).await?
+        {
+            drop(txn);
+            let bound = self
+                .idempotency_bound(&key.scope, &key.key, event.created_at)
+                .await?
+                .ok_or_else(|| {
+                    Error::Conflict(
+                        "a request with this Idempotency-Key was being processed; retry it"
+                            .to_owned(),
+                    )
+                })?;
+            if bound.for_retry(key)? != call_sid {
+                return Err(voiceplane_core::idempotency::mismatch());
+            }
+            return Ok(self
+                .call_get(organization_id, call_sid)
+                .await?
+                .map(|call| (call, true)));
+        }
+        let Some(before) = one(
+            &txn,
+            call::Entity::find_by_id(call_sid.to_owned())
+                .filter(call::Column::OrganizationId.eq(organization_id))
+                .lock_exclusive(),
+            call_from,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let c = write_change(&txn, organization_id, before, change, event).await?;
+        txn.commit().await.map_err(db_err)?;
+        Ok(Some((c, false)))
+    }
+}
+
 #[async_trait]
 impl CallRepository for SeaRepository {
     async fn call_insert(&self, call: &Call, event: &Event) -> Result<()> {
@@ -263,21 +316,22 @@ impl CallRepository for SeaRepository {
         change: Change<'_, Call>,
         event: &EventStamp,
     ) -> Result<Option<Call>> {
-        let txn = self.db.begin().await.map_err(db_err)?;
-        let Some(before) = one(
-            &txn,
-            call::Entity::find_by_id(call_sid.to_owned())
-                .filter(call::Column::OrganizationId.eq(organization_id))
-                .lock_exclusive(),
-            call_from,
-        )
-        .await?
-        else {
-            return Ok(None);
-        };
-        let c = write_change(&txn, organization_id, before, change, event).await?;
-        txn.commit().await.map_err(db_err)?;
-        Ok(Some(c))
+        Ok(self
+            .update_call(organization_id, call_sid, change, event, None)
+            .await?
+            .map(|(call, _)| call))
+    }
+
+    async fn call_update_keyed(
+        &self,
+        organization_id: &str,
+        call_sid: &str,
+        change: Change<'_, Call>,
+        event: &EventStamp,
+        key: &KeyBinding,
+    ) -> Result<Option<(Call, bool)>> {
+        self.update_call(organization_id, call_sid, change, event, Some(key))
+            .await
     }
 
     async fn call_set_recording(
