@@ -129,7 +129,7 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
         statuses.extend([409, 422]);
     }
     if meta.auth == Auth::Provider {
-        // A bad signature; the per-IP block after too many; telephony not configured.
+        // A bad signature; too many of them for the integration; telephony not configured.
         statuses.extend([400, 403, 413, 429, 503]);
     } else if meta.auth != Auth::None {
         statuses.extend([401, 403, 503]);
