@@ -122,7 +122,8 @@ async fn campaign_delete(
     Ok(cx.service().campaign_delete(&actor, &campaign_id).await?)
 }
 
-/// The body of an upload of recipients: JSON, or a CSV streamed to the service.
+/// The body of an upload of recipients: JSON, or a CSV streamed to the service within the read
+/// deadline (`HttpConfig::csv_read_timeout`), which reads it whole before it writes.
 struct RecipientsUpload(RecipientsBody);
 
 impl FromRequest for RecipientsUpload {
