@@ -344,6 +344,9 @@ pub fn api(service: Arc<Service>, config: &Config) -> voiceplane_http::Api {
         .with_config(voiceplane_http::HttpConfig {
             max_body_bytes: config.http.max_body_bytes,
             max_upload_bytes: config.http.max_upload_bytes as u64,
+            csv_read_timeout: std::time::Duration::from_secs(
+                config.http.csv_read_timeout_secs as u64,
+            ),
         })
         .with_rate_limits(voiceplane_http::RateLimits {
             per_second: limit(config.rate_limit.per_second),

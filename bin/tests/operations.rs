@@ -1,16 +1,18 @@
 //! What an operator sees of a running server: `GET /metrics` (Prometheus text format) counts
 //! requests, jobs and webhook deliveries and shows the database pool; `metrics.enabled =
-//! false` turns it off; and while the database is unreachable requests fail fast with 503 and
-//! `Retry-After`, and succeed again as soon as it is back.
+//! false` turns it off; and while the database is unreachable, or has terminated the server's
+//! connections and refuses new ones, requests fail fast with 503 and `Retry-After`, and succeed
+//! again as soon as it is back.
 //!
 //! The metrics tests run on the embedded default (a SQLite file) in the test's folder. The
-//! database outage test runs on the schema of a Postgres `TestContext`:
-//! `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test`; without it, it is
-//! skipped with a message, unless `VOICEPLANE_TEST_REQUIRE_POSTGRES=1` makes that a failure.
+//! database outage tests run on the schema of a Postgres `TestContext`:
+//! `VOICEPLANE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test`; without it, they
+//! are skipped with a message, unless `VOICEPLANE_TEST_REQUIRE_POSTGRES=1` makes that a failure.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -483,11 +485,13 @@ fn metrics_can_be_turned_off() {
 }
 
 /// A TCP proxy in front of Postgres on a fixed local port, which can be stopped (listener and
-/// every forwarded connection closed: the database "refuses") and started again.
+/// every forwarded connection closed: the database "refuses") and started again, or made to
+/// refuse new connections only, the forwarded ones left to the database to end.
 struct Proxy {
     port: u16,
     upstream: String,
-    task: Option<tokio::task::JoinHandle<()>>,
+    accepting: Option<tokio::task::JoinHandle<()>>,
+    forwarders: Arc<Mutex<JoinSet<()>>>,
 }
 
 impl Proxy {
@@ -497,7 +501,8 @@ impl Proxy {
         let mut proxy = Self {
             port,
             upstream,
-            task: None,
+            accepting: None,
+            forwarders: Arc::default(),
         };
         proxy.run(listener);
         proxy
@@ -505,15 +510,14 @@ impl Proxy {
 
     fn run(&mut self, listener: TcpListener) {
         let upstream = self.upstream.clone();
-        self.task = Some(tokio::spawn(async move {
-            // Dropping the set (when this task is aborted) aborts every forwarder, closing
-            // both of its sockets.
-            let mut forwarders = JoinSet::new();
+        let forwarders = self.forwarders.clone();
+        self.accepting = Some(tokio::spawn(async move {
             loop {
                 let Ok((mut client, _)) = listener.accept().await else {
                     continue;
                 };
                 let upstream = upstream.clone();
+                let mut forwarders = forwarders.lock().unwrap();
                 forwarders.spawn(async move {
                     if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
                         let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
@@ -524,11 +528,19 @@ impl Proxy {
         }));
     }
 
-    async fn stop(&mut self) {
-        if let Some(task) = self.task.take() {
+    /// Closes the listener: new connections are refused, open ones go on.
+    async fn refuse_new(&mut self) {
+        if let Some(task) = self.accepting.take() {
             task.abort();
             let _ = task.await;
         }
+    }
+
+    /// Refuses new connections and closes every open one.
+    async fn stop(&mut self) {
+        self.refuse_new().await;
+        // Aborting a forwarder drops both of its sockets.
+        self.forwarders.lock().unwrap().abort_all();
     }
 
     async fn restart(&mut self) {
@@ -600,6 +612,138 @@ fn requests_fail_fast_while_the_database_is_unreachable() {
             "the server answers again once the database is back",
             || async {
                 let status = list().await.unwrap().status();
+                assert!(status == 200 || status == 503, "{status}");
+                status == 200
+            },
+        )
+        .await;
+        proxy.stop().await;
+    });
+    drop(server);
+    rt.block_on(ctx.cleanup());
+}
+
+/// A failover or a restart as Postgres does it: every backend of the server is terminated
+/// (`pg_terminate_backend`, which sends each connection an error before closing it) and new
+/// connections are refused. The pool lends a connection given back within the last second
+/// without pinging it, so a request right after reads that error on a dead connection: it is
+/// still a fast 503 with `Retry-After`, never a 500, and the server recovers once the
+/// database takes connections again.
+#[test]
+fn terminated_connections_answer_503_while_the_database_refuses_new_ones() {
+    let rt = runtime();
+    let test = "terminated_connections_answer_503";
+    let Some(ctx) = rt.block_on(TestContext::postgres(test)) else {
+        return;
+    };
+    let url = reqwest::Url::parse(&ctx.database_url()).unwrap();
+    let upstream = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let mut proxy = rt.block_on(Proxy::start(upstream));
+    // Names the server's connections, so that only they are terminated.
+    let application = format!("vp_terminated_{}", std::process::id());
+    let mut through = url.clone();
+    through.set_host(Some("127.0.0.1")).unwrap();
+    through.set_port(Some(proxy.port)).unwrap();
+    through
+        .query_pairs_mut()
+        .append_pair("application_name", &application);
+    let dir = ctx.folder();
+    let env = [
+        ("VOICEPLANE_DATABASE__URL", through.as_str()),
+        ("VOICEPLANE_DATABASE__ACQUIRE_TIMEOUT_SECS", "60"),
+    ];
+    let (org, key) = bootstrap(dir, &env);
+    rt.block_on(ctx.actor(&org, &key));
+    let server = Server::spawn(dir, &env);
+    let base = server.base.clone();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let created: Value = http
+            .post(format!("{base}/api/agents"))
+            .header("X-API-Key", &key)
+            .header("X-Organization-Id", &org)
+            .json(&json!({
+                "agent_name": "Front desk", "language": "en", "stt_provider": "deepgram",
+                "tts_provider": "provider_one", "tts_voice": "a0e99841", "llm_provider": "openai",
+                "llm_model": "gpt-4o-mini", "system_prompt": "You answer the phone for Acme."
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let agent = created["data"]["agent_id"].as_str().unwrap().to_owned();
+        let get = || {
+            http.get(format!("{base}/api/agents/{agent}"))
+                .header("X-API-Key", &key)
+                .header("X-Organization-Id", &org)
+                .send()
+        };
+        // Several requests at once, twice, leave the pool with several connections, all of
+        // them given back just now.
+        for _ in 0..2 {
+            let mut answers = JoinSet::new();
+            for _ in 0..6 {
+                answers.spawn(get());
+            }
+            while let Some(answer) = answers.join_next().await {
+                assert_eq!(answer.unwrap().unwrap().status(), 200);
+            }
+        }
+
+        proxy.refuse_new().await;
+        let terminate = format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = '{application}'"
+        );
+        let admin = ctx.repo.connection();
+        sea_orm::ConnectionTrait::execute_unprepared(admin, &terminate)
+            .await
+            .unwrap();
+        let gone =
+            format!("SELECT 1 FROM pg_stat_activity WHERE application_name = '{application}'");
+        eventually("the server's backends are gone", || async {
+            sea_orm::ConnectionTrait::query_one_raw(
+                admin,
+                sea_orm::Statement::from_string(sea_orm::DatabaseBackend::Postgres, gone.clone()),
+            )
+            .await
+            .unwrap()
+            .is_none()
+        })
+        .await;
+
+        let mut leaks = ctx.database_names();
+        leaks.extend(["127.0.0.1".to_owned(), proxy.port.to_string()]);
+        for attempt in 0..4 {
+            let started = Instant::now();
+            let resp = tokio::time::timeout(FAIL_FAST, get())
+                .await
+                .expect("a 503 without waiting for a connection")
+                .unwrap();
+            let status = resp.status();
+            let retry_after = resp.headers().contains_key("retry-after");
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(status, 503, "attempt {attempt}: {body}");
+            assert!(retry_after, "attempt {attempt}");
+            let detail = body["detail"].as_str().unwrap();
+            assert!(detail.contains("database"), "{detail}");
+            for leak in leaks
+                .iter()
+                .map(String::as_str)
+                .chain(["postgres", "57P01"])
+            {
+                assert!(!detail.contains(leak), "{detail}");
+            }
+            eprintln!("attempt {attempt}: 503 in {:?}", started.elapsed());
+        }
+
+        proxy.restart().await;
+        eventually(
+            "the server answers again once the database takes connections",
+            || async {
+                let status = get().await.unwrap().status();
                 assert!(status == 200 || status == 503, "{status}");
                 status == 200
             },

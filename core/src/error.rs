@@ -27,6 +27,10 @@ pub enum Error {
     /// number with no integration to connect it through, a provider that does not have it.
     #[error("{0}")]
     Unprocessable(String),
+    /// The request body did not arrive within its time (HTTP 408), e.g. a CSV upload sent
+    /// slower than its read deadline allows.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// The request body is larger than allowed (HTTP 413).
     #[error("{0}")]
     PayloadTooLarge(String),

@@ -2,6 +2,7 @@
 //! every stage of a request.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::HeaderValue;
 use voiceplane_core::Service;
@@ -34,7 +35,14 @@ pub struct HttpConfig {
     /// Largest streamed upload (recordings, knowledge-base files), in bytes; larger ones get
     /// 413 and nothing is stored. Default 2 GiB.
     pub max_upload_bytes: u64,
+    /// How long a CSV upload of recipients may take to arrive, from when its headers were
+    /// read; a slower body gets 408 and nothing is added. Default 60 s.
+    pub csv_read_timeout: Duration,
 }
+
+/// Default of [`HttpConfig::csv_read_timeout`]: 60 s, 10 MiB (the largest CSV) at about
+/// 1.4 Mbit/s.
+pub const DEFAULT_CSV_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default of [`HttpConfig::max_upload_bytes`]: 2 GiB.
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 2 * 1024 * 1024 * 1024;
@@ -44,6 +52,7 @@ impl Default for HttpConfig {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+            csv_read_timeout: DEFAULT_CSV_READ_TIMEOUT,
         }
     }
 }

@@ -100,8 +100,8 @@ use http::{HeaderName, HeaderValue, Request, Response, header};
 use voiceplane_core::Service;
 
 pub use api::{
-    Api, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UPLOAD_BYTES, HttpConfig, MAX_REQUEST_ID_LEN,
-    REQUEST_ID_HEADER,
+    Api, DEFAULT_CSV_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_UPLOAD_BYTES, HttpConfig,
+    MAX_REQUEST_ID_LEN, REQUEST_ID_HEADER,
 };
 pub use console::{Console, ConsoleFuture, WithConsole};
 pub use error::status_for;

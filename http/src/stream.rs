@@ -2,8 +2,10 @@
 //! stored objects back into response bodies, chunk by chunk, so memory stays flat whatever
 //! the size.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use futures_core::Stream;
@@ -71,6 +73,53 @@ where
 /// `body` as a boxed, `'static` stream for the core.
 pub(crate) fn byte_stream(body: RequestBody, limit: u64) -> ByteStream {
     Box::pin(LimitedBody::new(body, limit))
+}
+
+/// `body` as [`byte_stream`] does, ending in a 408 (`late` is its sentence) once `within` has
+/// passed since this call: a client that sends slowly holds the request's reader no longer.
+pub(crate) fn byte_stream_within(
+    body: RequestBody,
+    limit: u64,
+    within: Duration,
+    late: &'static str,
+) -> ByteStream {
+    Box::pin(Deadline {
+        body: LimitedBody::new(body, limit),
+        timer: Box::pin(tokio::time::sleep(within)),
+        late: Some(late),
+    })
+}
+
+/// A stream that fails once its timer fires; see [`byte_stream_within`].
+struct Deadline<S> {
+    body: S,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// The sentence of the 408, until it is sent; then the stream has ended.
+    late: Option<&'static str>,
+}
+
+impl<S> Stream for Deadline<S>
+where
+    S: Stream<Item = Result<Bytes, Error>> + Unpin,
+{
+    type Item = Result<Bytes, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(late) = self.late else {
+            return Poll::Ready(None);
+        };
+        // What has arrived is taken first: a body that is complete in time is never late.
+        if let Poll::Ready(item) = Pin::new(&mut self.body).poll_next(cx) {
+            return Poll::Ready(item);
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.late = None;
+                Poll::Ready(Some(Err(Error::RequestTimeout(late.to_owned()))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 /// Adapts a stream of chunks to an [`http_body::Body`].

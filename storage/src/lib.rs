@@ -199,7 +199,9 @@ impl SeaRepository {
             // sqlx pings every connection it lends, a round trip before each statement. sqlx also
             // pings one when it is given back, so a connection back within the last second was
             // alive then: only those idle longer (which a restart or a proxy may have dropped)
-            // are pinged before they are lent, as HikariCP does.
+            // are pinged before they are lent, as HikariCP does. One the server ended since
+            // (a failover terminates every backend) fails its statement with the server's
+            // error, which `convert::db_err` reads as unavailable: a 503, not a 500.
             opt.test_before_acquire_if_idle_for(Duration::from_secs(1));
             if let Some(schema) = &options.schema {
                 if !schema

@@ -287,6 +287,7 @@ mod tests {
                     "database.max_connections"
                     | "http.max_body_bytes"
                     | "http.max_upload_bytes"
+                    | "http.csv_read_timeout_secs"
                     | "events.retention_days"
                     | "audit.retention_days"
                     | "jobs.lease_secs"

@@ -235,6 +235,12 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        if self.http.csv_read_timeout_secs == 0 {
+            return Err(ConfigError::new(
+                "http.csv_read_timeout_secs",
+                "must be at least 1",
+            ));
+        }
         self.http.cors_origins()?;
         self.http
             .trusted_proxies()

@@ -97,6 +97,7 @@ pub const KEYS: &[&str] = &[
     "runtime.max_call_secs",
     "http.max_body_bytes",
     "http.max_upload_bytes",
+    "http.csv_read_timeout_secs",
     "http.cors_allowed_origins",
     "log.format",
     "http.trusted_proxies",

@@ -22,6 +22,10 @@ pub struct HttpSettings {
     /// `http.max_upload_bytes`: largest recording or knowledge-base file (413 beyond).
     #[serde(deserialize_with = "deserialize_usize")]
     pub max_upload_bytes: usize,
+    /// `http.csv_read_timeout_secs`: how long a CSV upload of recipients may take to arrive
+    /// (408 beyond; nothing is added).
+    #[serde(deserialize_with = "deserialize_usize")]
+    pub csv_read_timeout_secs: usize,
     /// `http.cors_allowed_origins`: the browser origins allowed to call the API,
     /// comma-separated, or `*` for any (read by [`HttpSettings::cors_origins`]). Unset: no
     /// CORS headers at all.
@@ -36,6 +40,7 @@ impl Default for HttpSettings {
         Self {
             max_body_bytes: voiceplane_http::DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: voiceplane_http::DEFAULT_MAX_UPLOAD_BYTES as usize,
+            csv_read_timeout_secs: voiceplane_http::DEFAULT_CSV_READ_TIMEOUT.as_secs() as usize,
             cors_allowed_origins: None,
             trusted_proxies: String::new(),
         }

@@ -49,6 +49,18 @@ impl CampaignStatus {
         .into_iter()
         .find(|v| v.as_str() == s)
     }
+
+    /// The 409 of adding recipients to a campaign in this status, `None` when it may take
+    /// them (it has not finished).
+    pub fn refuses_recipients(self, campaign_id: &str) -> Option<crate::Error> {
+        matches!(self, Self::Completed | Self::Canceled).then(|| {
+            crate::Error::Conflict(format!(
+                "campaign {campaign_id} is {}; recipients can only be added to a campaign that \
+                 has not finished",
+                self.as_str()
+            ))
+        })
+    }
 }
 
 /// Where a recipient stands.

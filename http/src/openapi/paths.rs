@@ -45,6 +45,12 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
         "No such resource, or one of another organization.",
     ),
     (
+        408,
+        "RequestTimeout",
+        "The request body did not arrive within the server's read deadline; nothing was \
+         changed. Send it again, faster or in smaller parts.",
+    ),
+    (
         409,
         "Conflict",
         "The change conflicts with the current state (a duplicate, or a reference that \
@@ -129,7 +135,7 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
         statuses.extend([409, 422]);
     }
     if meta.auth == Auth::Provider {
-        // A bad signature; the per-IP block after too many; telephony not configured.
+        // A bad signature; too many of them for the integration; telephony not configured.
         statuses.extend([400, 403, 413, 429, 503]);
     } else if meta.auth != Auth::None {
         statuses.extend([401, 403, 503]);
@@ -146,9 +152,9 @@ fn error_statuses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Vec<u
     match op.input {
         Input::None => {}
         Input::EmptyJson => statuses.push(415),
-        Input::Json(_) | Input::JsonOrMultipart(_) | Input::JsonOrCsv(_) => {
-            statuses.extend([400, 413, 415])
-        }
+        Input::Json(_) | Input::JsonOrMultipart(_) => statuses.extend([400, 413, 415]),
+        // A CSV body is read within a deadline.
+        Input::JsonOrCsv(_) => statuses.extend([400, 408, 413, 415]),
         Input::Audio => statuses.extend([413, 415]),
         Input::Form => statuses.push(413),
     }

@@ -13,7 +13,7 @@ use crate::endpoint::{Created, Cx, Data, FromRequest, Json, Query, handler};
 use crate::error::ApiError;
 use crate::openapi::spec::{Input, OpSpec, Schemas};
 use crate::operation::{Area, Operation};
-use crate::stream::byte_stream;
+use crate::stream::byte_stream_within;
 
 pub(crate) const AREA: Area = Area {
     tag: "campaigns",
@@ -122,7 +122,8 @@ async fn campaign_delete(
     Ok(cx.service().campaign_delete(&actor, &campaign_id).await?)
 }
 
-/// The body of an upload of recipients: JSON, or a CSV streamed to the service.
+/// The body of an upload of recipients: JSON, or a CSV streamed to the service within the read
+/// deadline (`HttpConfig::csv_read_timeout`), which reads it whole before it writes.
 struct RecipientsUpload(RecipientsBody);
 
 impl FromRequest for RecipientsUpload {
@@ -132,7 +133,13 @@ impl FromRequest for RecipientsUpload {
         let media = media_type(headers);
         if media.as_ref().is_some_and(|m| m.essence == "text/csv") {
             check_declared_length(headers, MAX_CSV_BYTES)?;
-            return Ok(Self(RecipientsBody::Csv(byte_stream(body, MAX_CSV_BYTES))));
+            return Ok(Self(RecipientsBody::Csv(byte_stream_within(
+                body,
+                MAX_CSV_BYTES,
+                cx.api.config.csv_read_timeout,
+                "the CSV did not arrive in time; send it faster, or split it into several \
+                 uploads",
+            ))));
         }
         let limit = cx.api.config.max_body_bytes;
         let json: NewRecipients = read_json(
@@ -161,8 +168,10 @@ const RECIPIENTS_ADD: Operation = Operation::post(
      dynamic_variables?}]}` (1–1000), or a `text/csv` body (at most 100,000 rows and 10 MiB) \
      whose header row names the columns: `to_number` (required), `timezone` (optional), every \
      other column a dynamic variable. Any bad row refuses the whole upload with a 400 naming \
-     up to 20 bad rows by line. A number the campaign has is not added twice. Answers \
-     `{added, duplicates}`; 409 once the campaign is completed or canceled. Needs \
+     up to 20 bad rows by line. The whole body is read and checked before anything is \
+     written; a CSV that takes longer than the server's read deadline (`http.csv_read_timeout_secs`, \
+     60 s by default) to arrive gets 408. A number the campaign has is not added twice. \
+     Answers `{added, duplicates}`; 409 once the campaign is completed or canceled. Needs \
      `campaigns:write` (agent_manager or admin).",
 );
 

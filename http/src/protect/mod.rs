@@ -2,7 +2,7 @@
 //! [`crate::conditional`]: the caller of an operation declared [`Auth::Organization`] is
 //! authenticated here, once (the operation's `Actor` input is this caller), behind the per-IP
 //! limit of failed authentications, and its credential's rate limit is spent ([`ratelimit`]);
-//! then idempotency keys are honoured on POSTs ([`idempotency`]). Living in the adapter, this
+//! a provider's webhook is limited by its integration's refused signatures instead; then idempotency keys are honoured on POSTs ([`idempotency`]). Living in the adapter, this
 //! protects every deployment, standalone or mounted.
 
 pub(crate) mod idempotency;
@@ -106,8 +106,11 @@ async fn authenticate(
     }
 }
 
-/// Runs a provider's webhook behind the per-IP limit of failed authentications: a client
-/// that keeps sending bad signatures is blocked like one that keeps sending bad keys.
+/// Runs a provider's webhook. A refused signature counts against the integration the path
+/// names, never against the client's address: Twilio and Telnyx send every tenant's webhooks
+/// from the same few addresses, so one tenant's wrong token must not block the others'.
+/// Past that integration's budget a refused signature is a 429; a good one is always served
+/// (verified first), so that whoever knows an integration's URL cannot stop its calls.
 /// Providers do not send idempotency keys (they repeat themselves, and the operations are
 /// idempotent by the provider's call id) and have no credential budget.
 async fn provider_webhook(
@@ -117,14 +120,15 @@ async fn provider_webhook(
     parts: Parts,
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let budget = FailureBudget::enter(api, &parts)?;
+    // Every provider path names its integration first (`ops/telephony.rs`).
+    let integration = api.limits.as_ref().map(|_| captures[0].clone());
     let result = op.run(api.clone(), parts, captures, body, None).await;
     let refused = match &result {
         Ok(response) => response.status() == http::StatusCode::FORBIDDEN,
         Err(e) => e.status() == http::StatusCode::FORBIDDEN,
     };
-    if refused {
-        budget.failed()?;
+    if refused && let (Some(limits), Some(integration)) = (&api.limits, integration) {
+        limits.signature_failed(&integration)?;
     }
     result
 }

@@ -1,6 +1,8 @@
 //! Rate limits, in this process's memory (GCRA, `governor`): one budget per credential (an API
-//! key, or a user for a JWT) of `per_second` requests with bursts of `burst`, and, per client
-//! IP, a budget of failed authentications. Every authenticated answer carries the IETF
+//! key, or a user for a JWT) of `per_second` requests with bursts of `burst`; per client IP, a
+//! budget of failed authentications; and per telephony integration, a budget of refused
+//! provider signatures (kept apart from the addresses: the providers share theirs among all
+//! tenants). Every authenticated answer carries the IETF
 //! `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers; a refused request is
 //! a 429 with `Retry-After`.
 //!
@@ -52,6 +54,9 @@ pub struct RateLimits {
     pub burst: u32,
     /// Failed authentications (401) per minute per client IP, also the burst; `0` disables.
     /// Over it, the IP's requests are refused with 429 before their credentials are looked up.
+    /// The same budget, per integration, limits provider webhooks with a refused signature
+    /// (403), which never count toward an IP's: over it, the integration's badly signed
+    /// webhooks get 429, its well signed ones are still served.
     pub auth_failures_per_minute: u32,
     /// Proxies whose `X-Forwarded-For` is believed: when the connection comes from one of
     /// them, the client is the right-most address of `X-Forwarded-For` that is not itself a
@@ -142,6 +147,9 @@ pub(crate) struct Limiters {
     /// SipHash, keyed at random, at which no one can aim collisions. Only a failed
     /// authentication hashes it.
     auth_failures: Option<Keyed<IpAddr, std::hash::RandomState>>,
+    /// Keyed by the integration a provider's webhook names in its path, which the caller
+    /// chooses: SipHash as for addresses. Only a refused signature hashes it.
+    signature_failures: Option<Keyed<String, std::hash::RandomState>>,
     /// IPs over their failed-authentication budget, and until when.
     blocked: Mutex<HashMap<IpAddr, Instant>>,
     /// How many entries `blocked` holds, written under its lock: nearly always 0, and then an
@@ -258,10 +266,18 @@ impl Limiters {
             )
             .with_middleware::<StateInformationMiddleware>()
         });
+        let signature_failures = NonZeroU32::new(config.auth_failures_per_minute).map(|rate| {
+            RateLimiter::hashmap_with_hasher(
+                Quota::per_minute(rate),
+                std::hash::RandomState::default(),
+            )
+            .with_middleware::<StateInformationMiddleware>()
+        });
         Self {
             config,
             credentials,
             auth_failures,
+            signature_failures,
             blocked: Mutex::new(HashMap::new()),
             blocked_len: AtomicUsize::new(0),
             checks: AtomicU64::new(0),
@@ -278,6 +294,10 @@ impl Limiters {
             l.shrink_to_fit();
         }
         if let Some(l) = &self.auth_failures {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+        if let Some(l) = &self.signature_failures {
             l.retain_recent();
             l.shrink_to_fit();
         }
@@ -358,6 +378,36 @@ impl Limiters {
                 }
                 tracing::warn!(%ip, "too many failed authentications; refusing for a while");
                 Err(self.auth_failure_error(wait))
+            }
+        }
+    }
+
+    /// Counts a refused provider signature for `integration`; a 429 once its budget is spent.
+    /// Nothing is blocked: the next webhook is verified again, and served when well signed.
+    pub(crate) fn signature_failed(&self, integration: &str) -> Result<(), ApiError> {
+        let Some(limiter) = &self.signature_failures else {
+            return Ok(());
+        };
+        self.maybe_prune();
+        // Integration ids are short; a longer path segment is not one, and is not kept whole.
+        let key: String = integration.chars().take(64).collect();
+        match limiter.check_key(&key) {
+            Ok(_) => Ok(()),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                tracing::warn!(
+                    integration = %key,
+                    "too many webhooks with a bad signature for this integration"
+                );
+                Err(too_many(
+                    format!(
+                        "too many requests with a bad signature for this integration (at most \
+                         {} per minute); retry after the time in Retry-After",
+                        self.config.auth_failures_per_minute
+                    ),
+                    wait,
+                    None,
+                ))
             }
         }
     }
@@ -539,5 +589,27 @@ mod tests {
                 .is_ok()
         );
         assert!(limiters.check_blocked(None).is_ok());
+    }
+
+    #[test]
+    fn bad_signatures_are_counted_per_integration_not_per_ip() {
+        let limiters = Limiters::new(RateLimits {
+            auth_failures_per_minute: 2,
+            ..RateLimits::default()
+        });
+        let ip = Some("203.0.113.9".parse().unwrap());
+        assert!(limiters.signature_failed("int_aaaaaaaaaaaa").is_ok());
+        assert!(limiters.signature_failed("int_aaaaaaaaaaaa").is_ok());
+        let err = limiters.signature_failed("int_aaaaaaaaaaaa").unwrap_err();
+        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(
+            err.into_response()
+                .headers()
+                .contains_key(header::RETRY_AFTER)
+        );
+        assert!(limiters.signature_failed("int_bbbbbbbbbbbb").is_ok());
+        // No address was blocked, nor charged.
+        assert!(limiters.check_blocked(ip).is_ok());
+        assert!(limiters.auth_failed(ip).is_ok());
     }
 }

@@ -663,12 +663,8 @@ impl CampaignRepository for SeaRepository {
         .ok_or_else(|| Error::not_found(format!("campaign {campaign_id} not found")))?;
         let status = CampaignStatus::parse(&status)
             .ok_or_else(|| Error::Internal(format!("campaigns.status: {status}")))?;
-        if matches!(status, CampaignStatus::Completed | CampaignStatus::Canceled) {
-            return Err(Error::Conflict(format!(
-                "campaign {campaign_id} is {}; recipients can only be added to a campaign that \
-                 has not finished",
-                status.as_str()
-            )));
+        if let Some(refused) = status.refuses_recipients(campaign_id) {
+            return Err(refused);
         }
         Ok(Box::new(Upload {
             txn,

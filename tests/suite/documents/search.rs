@@ -113,4 +113,77 @@ async fn search_ranks_filters_and_stays_in_its_organization(ctx: &TestContext) {
     kb.stop().await;
 }
 
-db_tests!(search_ranks_filters_and_stays_in_its_organization);
+/// A word only one document has outranks a word many have, as bm25 weighs words by their
+/// rarity, on both databases: a search for `<rare word> warranty` finds first the one
+/// document with the rare word, not one of the 30 that say "warranty" twice. Each search runs
+/// as soon as its document is `completed`, while the other rare-word documents are still
+/// being processed and the "warranty" ones reprocessed one after another: a completed document's
+/// chunks are searchable at once, and chunks being replaced beside it change nothing.
+async fn a_rare_word_outranks_a_common_one_while_documents_process(ctx: &TestContext) {
+    let kb = Kb::start(ctx, None).await;
+    let mut common = Vec::new();
+    for n in 0..30 {
+        common.push(
+            Kb::text(
+                &kb.c,
+                &format!("Terms {n}"),
+                &format!("Warranty terms: the warranty covers parts for {n} days."),
+            )
+            .await,
+        );
+    }
+    for id in &common {
+        assert_eq!(settled(&kb.c, id).await["processing_status"], "completed");
+    }
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let c = kb.c.clone();
+    let churn = tokio::spawn(async move {
+        for round in 0.. {
+            let id = &common[round % common.len()];
+            let (status, v) = c
+                .post(&format!("/api/knowledge-base/{id}/reprocess"), json!({}))
+                .await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+            // One at a time: documents keep being processed, without a storm of requests.
+            settled(&c, id).await;
+            if stopped.try_recv().is_ok() {
+                return round;
+            }
+        }
+        unreachable!()
+    });
+    let mut rare = Vec::new();
+    for i in 0..30u8 {
+        let word = format!(
+            "vx{}{}k",
+            char::from(b'a' + i / 26),
+            char::from(b'a' + i % 26)
+        );
+        let id = Kb::text(
+            &kb.c,
+            &format!("Card {i}"),
+            &format!("Reference card {word}: keep it in the drawer."),
+        )
+        .await;
+        rare.push((word, id));
+    }
+    for (word, id) in &rare {
+        assert_eq!(settled(&kb.c, id).await["processing_status"], "completed");
+        let (status, v) = Kb::search(&kb.c, json!({"query": format!("{word} warranty")})).await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        assert_eq!(ids(&v).first(), Some(id), "{word}: {v}");
+        assert!(
+            !churn.is_finished(),
+            "documents are still being reprocessed"
+        );
+    }
+    let _ = stop.send(());
+    let rounds = churn.await.expect("documents were reprocessed");
+    assert!(rounds > 0, "documents were reprocessed during the searches");
+    kb.stop().await;
+}
+
+db_tests!(
+    search_ranks_filters_and_stays_in_its_organization,
+    a_rare_word_outranks_a_common_one_while_documents_process,
+);

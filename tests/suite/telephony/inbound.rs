@@ -402,9 +402,12 @@ async fn calls_that_cannot_be_taken_are_rejected(ctx: &TestContext) {
     line.close().await;
 }
 
-/// The webhooks read at most 64 KiB (413 beyond), and bad signatures count toward the per-IP
-/// limit of failed authentications: past it, that address is refused (429) even when signed.
-async fn webhooks_are_bounded_and_bad_signatures_are_limited(ctx: &TestContext) {
+/// The webhooks read at most 64 KiB (413 beyond), and bad signatures are counted per
+/// integration, never per address (the providers send every tenant's webhooks from the same
+/// few): after 100 bad signatures from one address, past the integration's budget they get 429,
+/// while a well signed webhook from that address is still served, another integration's bad
+/// signature is still a 403, and the address's API requests are neither blocked nor charged.
+async fn webhooks_are_bounded_and_bad_signatures_are_limited_per_integration(ctx: &TestContext) {
     use voiceplane_http::RateLimits;
     let line = Line::open_built(
         ctx,
@@ -437,15 +440,57 @@ async fn webhooks_are_bounded_and_bad_signatures_are_limited(ctx: &TestContext) 
         ("To", NUMBER),
     ];
     let path = format!("/telephony/twilio/{}/voice", line.integration_id);
-    for _ in 0..3 {
+    let mut statuses = Vec::new();
+    for _ in 0..100 {
         let resp = line.twilio_as("forged", &path, &voice).await;
-        assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+        if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+            let retry: u64 = resp.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..=60).contains(&retry), "{retry}");
+        }
+        statuses.push(resp.status());
     }
-    // The failure past the budget, and then anything from that address, even signed.
-    let resp = line.twilio_as("forged", &path, &voice).await;
-    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The budget of 3 (and what refills meanwhile, one each 20 s), then 429s.
+    assert_eq!(statuses[..3], [StatusCode::FORBIDDEN; 3]);
+    let limited = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert!(limited >= 90, "{statuses:?}");
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == StatusCode::FORBIDDEN || *s == StatusCode::TOO_MANY_REQUESTS)
+    );
+    assert!(line.calls().await.is_empty(), "nothing forged is recorded");
+
+    // Twilio's own request, from the same address, to the same integration: served.
     let resp = line.twilio("/voice", &voice).await;
-    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(line.calls().await.len(), 1);
+
+    // Another integration's budget is its own.
+    let mut other = line.integration_id.clone();
+    let last = if other.ends_with('0') { "1" } else { "0" };
+    other.replace_range(other.len() - 1.., last);
+    let resp = line
+        .twilio_as(
+            "forged",
+            &format!("/telephony/twilio/{other}/voice"),
+            &voice,
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+
+    // The address was never charged: a good key is served, a wrong one is a plain 401.
+    let (status, _) = line.c.get("/api/calls").await;
+    assert_eq!(status, StatusCode::OK);
+    let wrong = line.c.with_key(&format!("vpk_{}", "x".repeat(40)));
+    let (status, _) = wrong.get("/api/calls").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     line.close().await;
 }
 
@@ -549,7 +594,7 @@ async fn an_incoming_calls_route_follows_changes_made_elsewhere(ctx: &TestContex
 
 db_tests!(
     an_incoming_calls_route_follows_changes_made_elsewhere,
-    webhooks_are_bounded_and_bad_signatures_are_limited,
+    webhooks_are_bounded_and_bad_signatures_are_limited_per_integration,
     a_twilio_call_comes_in_is_streamed_and_followed,
     a_telnyx_call_comes_in_and_is_answered_by_a_job,
     calls_that_cannot_be_taken_are_rejected,

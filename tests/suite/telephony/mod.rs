@@ -9,6 +9,7 @@ mod inbound;
 pub(crate) mod line;
 mod runtime_example;
 mod signatures;
+mod uploads;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

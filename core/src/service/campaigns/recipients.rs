@@ -1,7 +1,11 @@
 //! Recipients of a campaign, uploaded as JSON (1–1000) or as a CSV body (up to 100,000 rows),
-//! all or nothing: rows are checked and written in batches inside one transaction as the body
-//! streams in, so an upload never sits whole in memory, and a bad row anywhere rolls back
-//! everything with the lines of up to 20 bad rows.
+//! all or nothing: every row is read and checked before the transaction that inserts them
+//! opens, and a bad row anywhere refuses the upload with the lines of up to 20 bad rows.
+//!
+//! The body is read whole first (at most 10 MiB, within the HTTP adapter's read deadline):
+//! written in batches as it streamed in, an upload held the write transaction, on SQLite the
+//! database's one write lock, for as long as its client took to send it, and every other
+//! write (an incoming call among them) waited, then failed after the busy timeout.
 
 use std::collections::BTreeMap;
 use std::future::poll_fn;
@@ -18,10 +22,8 @@ use crate::model::{
     NewRecipient, NewRecipients, Recipient, RecipientFilter, RecipientStatus, RecipientsAdded,
 };
 use crate::page::{Page, PageParams, PageQuery};
-use crate::repo::RecipientWriter;
 use crate::role::Permission;
 use crate::service::{Service, cursor_of};
-use crate::time::Timestamp;
 use crate::validate;
 
 /// Most recipients of a JSON upload.
@@ -41,69 +43,44 @@ const MAX_RECORD_BYTES: usize = 256 * 1024;
 pub enum RecipientsBody {
     /// `{recipients: […]}`.
     Json(NewRecipients),
-    /// A `text/csv` body, streamed.
+    /// A `text/csv` body, streamed; its stream ends in an error past the read deadline.
     Csv(ByteStream),
 }
 
-/// Rows checked so far, written in batches, and the bad ones.
-struct Upload {
-    writer: Box<dyn RecipientWriter>,
-    service_ids: Box<dyn Fn() -> String + Send>,
-    campaign_id: String,
-    now: Timestamp,
-    batch: Vec<Recipient>,
+/// A row's number, zone and variables, checked.
+struct Checked {
+    to_number: String,
+    timezone: Option<String>,
+    dynamic_variables: BTreeMap<String, String>,
+}
+
+/// The rows of an upload, checked, and the bad ones.
+#[derive(Default)]
+struct Rows {
+    good: Vec<Checked>,
     rows: u64,
-    added: u64,
     bad: Vec<String>,
     more_bad: bool,
 }
 
-impl Upload {
+impl Rows {
     /// Checks one row (`at` names it: `line 3`, `recipients[2]`; `row` is already an error
-    /// when its CSV cells could not make a recipient) and queues it for writing.
-    async fn row(&mut self, at: &str, row: Result<NewRecipient>) -> Result<()> {
+    /// when its CSV cells could not make a recipient).
+    fn row(&mut self, at: &str, row: Result<NewRecipient>) {
         self.rows += 1;
         match row.and_then(checked) {
-            Ok((to_number, timezone, dynamic_variables)) => {
-                if !self.bad.is_empty() {
-                    // Nothing more is written once the upload is refused.
-                    return Ok(());
-                }
-                self.batch.push(Recipient {
-                    recipient_id: (self.service_ids)(),
-                    campaign_id: self.campaign_id.clone(),
-                    to_number,
-                    timezone,
-                    dynamic_variables,
-                    status: RecipientStatus::Pending,
-                    attempts: 0,
-                    last_call_sid: None,
-                    next_attempt_at: None,
-                    last_outcome: None,
-                    created_at: self.now,
-                });
-                if self.batch.len() >= BATCH {
-                    self.flush().await?;
-                }
-            }
+            // Once the upload is refused, good rows are only counted.
+            Ok(row) if self.bad.is_empty() => self.good.push(row),
+            Ok(_) => {}
             Err(e) => {
                 if self.bad.len() < MAX_REPORTED {
                     self.bad.push(format!("{at}: {e}"));
                 } else {
                     self.more_bad = true;
                 }
-                self.batch.clear();
+                self.good = Vec::new();
             }
         }
-        Ok(())
-    }
-
-    async fn flush(&mut self) -> Result<()> {
-        if !self.batch.is_empty() {
-            self.added += self.writer.add(&self.batch).await?;
-            self.batch.clear();
-        }
-        Ok(())
     }
 
     /// Whether enough bad rows are known to refuse the upload without reading on.
@@ -111,7 +88,8 @@ impl Upload {
         self.more_bad
     }
 
-    async fn finish(mut self) -> Result<RecipientsAdded> {
+    /// The good rows and how many rows there were; a 400 naming the bad ones, if any.
+    fn finish(self) -> Result<(Vec<Checked>, u64)> {
         if !self.bad.is_empty() {
             let more = if self.more_bad { "; and more" } else { "" };
             return Err(Error::invalid(format!(
@@ -122,25 +100,24 @@ impl Upload {
         if self.rows == 0 {
             return Err(Error::invalid("the upload holds no recipients"));
         }
-        self.flush().await?;
-        self.writer.commit(self.now).await?;
-        Ok(RecipientsAdded {
-            added: self.added,
-            duplicates: self.rows - self.added,
-        })
+        Ok((self.good, self.rows))
     }
 }
 
 /// A row's number, zone and variables, checked.
-fn checked(row: NewRecipient) -> Result<(String, Option<String>, BTreeMap<String, String>)> {
+fn checked(row: NewRecipient) -> Result<Checked> {
     let to_number = validate::e164("to_number", &row.to_number)?;
     let timezone = row
         .timezone
         .as_deref()
         .map(|tz| validate::timezone("timezone", tz))
         .transpose()?;
-    let vars = variables(row.dynamic_variables)?;
-    Ok((to_number, timezone, vars))
+    let dynamic_variables = variables(row.dynamic_variables)?;
+    Ok(Checked {
+        to_number,
+        timezone,
+        dynamic_variables,
+    })
 }
 
 impl Service {
@@ -162,33 +139,57 @@ impl Service {
                 json.recipients.len()
             )));
         }
-        let writer = self
+        // An unknown or finished campaign is told before its body is read; the transaction
+        // checks again, under the campaign's lock.
+        let campaign = self
             .repo
-            .recipients_begin(&actor.organization_id, &id)
-            .await?;
-        let ids = self.ids.clone();
-        let mut upload = Upload {
-            writer,
-            service_ids: Box::new(move || ids.generate(IdKind::Recipient)),
-            campaign_id: id,
-            now: self.now(),
-            batch: Vec::with_capacity(BATCH),
-            rows: 0,
-            added: 0,
-            bad: Vec::new(),
-            more_bad: false,
-        };
+            .campaign_get(&actor.organization_id, &id)
+            .await?
+            .ok_or_else(|| not_found(&id))?;
+        if let Some(refused) = campaign.status.refuses_recipients(&id) {
+            return Err(refused);
+        }
+        let mut rows = Rows::default();
         match body {
             RecipientsBody::Json(json) => {
                 for (i, row) in json.recipients.into_iter().enumerate() {
-                    upload.row(&format!("recipients[{i}]"), Ok(row)).await?;
+                    rows.row(&format!("recipients[{i}]"), Ok(row));
                 }
             }
-            RecipientsBody::Csv(stream) => csv_rows(stream, &mut upload).await?,
+            RecipientsBody::Csv(stream) => csv_rows(stream, &mut rows).await?,
         }
-        let added = upload.finish().await?;
+        let (good, total) = rows.finish()?;
+        let now = self.now();
+        let mut writer = self
+            .repo
+            .recipients_begin(&actor.organization_id, &id)
+            .await?;
+        let mut added = 0;
+        for batch in good.chunks(BATCH) {
+            let batch: Vec<Recipient> = batch
+                .iter()
+                .map(|row| Recipient {
+                    recipient_id: self.ids.generate(IdKind::Recipient),
+                    campaign_id: id.clone(),
+                    to_number: row.to_number.clone(),
+                    timezone: row.timezone.clone(),
+                    dynamic_variables: row.dynamic_variables.clone(),
+                    status: RecipientStatus::Pending,
+                    attempts: 0,
+                    last_call_sid: None,
+                    next_attempt_at: None,
+                    last_outcome: None,
+                    created_at: now,
+                })
+                .collect();
+            added += writer.add(&batch).await?;
+        }
+        writer.commit(now).await?;
         self.jobs.wake();
-        Ok(added)
+        Ok(RecipientsAdded {
+            added,
+            duplicates: total - added,
+        })
     }
 
     /// A campaign's recipients, newest first; only those in `status` when given.
@@ -302,8 +303,8 @@ impl Columns {
     }
 }
 
-/// Feeds a CSV body to `upload` record by record, as its chunks arrive.
-async fn csv_rows(mut stream: ByteStream, upload: &mut Upload) -> Result<()> {
+/// Checks a CSV body into `rows` record by record, as its chunks arrive.
+async fn csv_rows(mut stream: ByteStream, rows: &mut Rows) -> Result<()> {
     let mut parser = Records::new();
     let mut columns: Option<Columns> = None;
     let mut records = Vec::new();
@@ -318,7 +319,7 @@ async fn csv_rows(mut stream: ByteStream, upload: &mut Upload) -> Result<()> {
                 columns = Some(Columns::from_header(&fields)?);
                 continue;
             };
-            if upload.rows >= MAX_CSV_ROWS {
+            if rows.rows >= MAX_CSV_ROWS {
                 return Err(Error::invalid(format!(
                     "the CSV has more than {MAX_CSV_ROWS} rows; split it into several uploads"
                 )));
@@ -326,9 +327,8 @@ async fn csv_rows(mut stream: ByteStream, upload: &mut Upload) -> Result<()> {
             if fields.iter().all(|f| f.trim().is_empty()) {
                 continue;
             }
-            let at = format!("line {line}");
-            upload.row(&at, cols.recipient(&fields)).await?;
-            if upload.full() {
+            rows.row(&format!("line {line}"), cols.recipient(&fields));
+            if rows.full() {
                 return Ok(());
             }
         }

@@ -1,7 +1,8 @@
 //! The chunks of processed documents, and the one place where knowledge-base search speaks
-//! each database's full-text dialect: FTS5 `MATCH` ranked by `bm25` on SQLite, `tsvector @@
-//! tsquery` ranked by `ts_rank_cd` under a GIN index on Postgres. Both rank chunks that contain
-//! any of the query's words, and both scores are mapped to `(0, 1)` as `r / (1 + r)`.
+//! each database's full-text dialect: FTS5 `MATCH` ranked by its `bm25` on SQLite, `tsvector
+//! @@ tsquery` under a GIN index ranked by the same BM25 written in SQL on Postgres
+//! ([`POSTGRES_BM25`]). Both rank chunks that contain any of the query's words, and both
+//! scores are mapped to `(0, 1)` as `r / (1 + r)`.
 
 use sea_orm::{
     ActiveValue::{NotSet, Set},
@@ -60,23 +61,64 @@ fn full_text_query(backend: DatabaseBackend, terms: &[String]) -> String {
     }
 }
 
+/// BM25 (k1 = 1.2, b = 0.75, as SQLite's `bm25`) over the organization's chunks, on Postgres.
+///
+/// `ts_rank_cd` weighs every word alike and ignores a chunk's length: searching "<a word one
+/// document has> warranty" scored the one chunk with the rare word as any chunk saying
+/// "warranty" once (0.1), below one saying it twice, and a tie went to whichever random
+/// documentation id sorts first, so which chunk came first changed with the documents that
+/// happened to exist (SQLite's `bm25` never had this). Here a word counts by its
+/// rarity among the organization's chunks (`idf`), its count in the chunk saturates (`tf`,
+/// `ts_rank_cd` with unit weights of a one-word query: its number of occurrences), and a long
+/// chunk counts less. Each word's matches are read through the GIN index; the average length
+/// is that of the chunks matched (the organization's whole would cost a scan of them all). A
+/// `document_ids` filter (`{only}`) narrows what is ranked, not the statistics, so a score does
+/// not depend on it. Text is read for the chunks returned only.
+const POSTGRES_BM25: &str = "\
+    WITH words AS ( \
+        SELECT w AS word, quote_literal(w)::tsquery AS q \
+        FROM unnest(tsvector_to_array(to_tsvector('english', $1))) w \
+    ), \
+    terms AS MATERIALIZED ( \
+        SELECT c.chunk_id, c.documentation_id, c.chunk_index, w.word, \
+               length(c.tsv)::float8 AS len, \
+               ts_rank_cd('{1,1,1,1}', c.tsv, w.q)::float8 AS tf \
+        FROM words w JOIN kb_chunks c ON c.tsv @@ w.q \
+        WHERE c.organization_id = $2 \
+    ), \
+    chunks AS ( \
+        SELECT count(*)::float8 AS n, (SELECT avg(len) FROM terms) AS len \
+        FROM kb_chunks WHERE organization_id = $2 \
+    ), \
+    idf AS ( \
+        SELECT t.word, ln(1 + (k.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf \
+        FROM terms t, chunks k GROUP BY t.word, k.n \
+    ), \
+    ranked AS ( \
+        SELECT t.chunk_id, t.documentation_id, t.chunk_index, \
+               sum(i.idf * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * t.len / k.len))) AS rank \
+        FROM terms t JOIN idf i ON i.word = t.word, chunks k \
+        WHERE true{only} \
+        GROUP BY t.chunk_id, t.documentation_id, t.chunk_index \
+        ORDER BY rank DESC, t.documentation_id, t.chunk_index LIMIT $3 \
+    ) \
+    SELECT r.documentation_id, r.chunk_index, c.text, r.rank::float8 AS rank \
+    FROM ranked r JOIN kb_chunks c ON c.chunk_id = r.chunk_id \
+    ORDER BY r.rank DESC, r.documentation_id, r.chunk_index";
+
 /// The search statement: `$1` the full-text query, `$2` the organization, `$3` the limit, then
 /// one parameter per document id.
 fn search_sql(backend: DatabaseBackend, document_ids: usize) -> String {
     let ids: Vec<String> = (0..document_ids).map(|i| format!("${}", i + 4)).collect();
-    let only = if ids.is_empty() {
-        String::new()
-    } else {
-        format!(" AND c.documentation_id IN ({})", ids.join(", "))
+    let only = |table: &str| {
+        if ids.is_empty() {
+            String::new()
+        } else {
+            format!(" AND {table}.documentation_id IN ({})", ids.join(", "))
+        }
     };
     match backend {
-        DatabaseBackend::Postgres => format!(
-            "SELECT c.documentation_id, c.chunk_index, c.text, \
-             ts_rank_cd(c.tsv, q)::float8 AS rank \
-             FROM kb_chunks c, to_tsquery('english', $1) q \
-             WHERE c.tsv @@ q AND c.organization_id = $2{only} \
-             ORDER BY rank DESC, c.documentation_id, c.chunk_index LIMIT $3"
-        ),
+        DatabaseBackend::Postgres => POSTGRES_BM25.replace("{only}", &only("t")),
         // bm25() is lower for better matches. CROSS JOIN keeps the full-text match as the
         // outer loop: one index query, then a key lookup per match. With a plain JOIN the
         // planner may walk the organization's chunks and run the match once per chunk.
@@ -84,8 +126,9 @@ fn search_sql(backend: DatabaseBackend, document_ids: usize) -> String {
             "SELECT c.documentation_id, c.chunk_index, c.text, \
              -bm25(kb_chunks_fts) AS rank \
              FROM kb_chunks_fts CROSS JOIN kb_chunks c ON c.chunk_id = kb_chunks_fts.rowid \
-             WHERE kb_chunks_fts MATCH $1 AND c.organization_id = $2{only} \
-             ORDER BY rank DESC, c.documentation_id, c.chunk_index LIMIT $3"
+             WHERE kb_chunks_fts MATCH $1 AND c.organization_id = $2{} \
+             ORDER BY rank DESC, c.documentation_id, c.chunk_index LIMIT $3",
+            only("c")
         )
         .replace('$', "?"),
     }
