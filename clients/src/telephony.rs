@@ -214,21 +214,12 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 account_sid,
                 auth_token,
             } => {
-                let mut url = endpoint(
-                    &self.twilio,
-                    &[
-                        "2010-04-01",
-                        "Accounts",
-                        account_sid,
-                        "IncomingPhoneNumbers.json",
-                    ],
+                let request = self.twilio_get(
+                    account_sid,
+                    auth_token,
+                    &["IncomingPhoneNumbers.json"],
+                    &[("PhoneNumber", e164)],
                 );
-                url.query_pairs_mut().append_pair("PhoneNumber", e164);
-                let request = self
-                    .http
-                    .client
-                    .get(url)
-                    .basic_auth(account_sid, Some(auth_token));
                 ("twilio", request, ("incoming_phone_numbers", "sid"))
             }
             TelephonyCredentials::Telnyx { api_key, .. } => {
@@ -393,22 +384,19 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 account_sid,
                 auth_token,
             } => {
-                let mut url = endpoint(
-                    &self.twilio,
-                    &["2010-04-01", "Accounts", account_sid, "Calls.json"],
-                );
                 // Twilio filters by day (UTC); the moment is checked on what it answers.
                 let day = lookup.since.to_rfc3339();
-                url.query_pairs_mut()
-                    .append_pair("To", &lookup.to)
-                    .append_pair("From", &lookup.from)
-                    .append_pair("StartTime>", &day[..10])
-                    .append_pair("PageSize", "100");
-                let request = self
-                    .http
-                    .client
-                    .get(url)
-                    .basic_auth(account_sid, Some(auth_token));
+                let request = self.twilio_get(
+                    account_sid,
+                    auth_token,
+                    &["Calls.json"],
+                    &[
+                        ("To", &lookup.to),
+                        ("From", &lookup.from),
+                        ("StartTime>", &day[..10]),
+                        ("PageSize", "100"),
+                    ],
+                );
                 let body = self.call("twilio", request).await?;
                 let mut found: Vec<(i64, ProviderCall)> = body["calls"]
                     .as_array()
@@ -482,15 +470,7 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 auth_token,
             } => {
                 let resource = format!("{provider_call_id}.json");
-                let url = endpoint(
-                    &self.twilio,
-                    &["2010-04-01", "Accounts", account_sid, "Calls", &resource],
-                );
-                let request = self
-                    .http
-                    .client
-                    .get(url)
-                    .basic_auth(account_sid, Some(auth_token));
+                let request = self.twilio_get(account_sid, auth_token, &["Calls", &resource], &[]);
                 let body = self.call("twilio", request).await?;
                 twilio_call(&body).ok_or_else(|| {
                     GatewayError::Unknown("twilio answered without the call's sid".into())
@@ -610,6 +590,26 @@ fn stream_fields(body: &mut Value, stream_url: &str) {
 }
 
 impl HttpTelephonyValidator {
+    /// `GET {base}/2010-04-01/Accounts/{account_sid}/{resource…}?{query}`, as the account.
+    fn twilio_get(
+        &self,
+        account_sid: &str,
+        auth_token: &str,
+        resource: &[&str],
+        query: &[(&str, &str)],
+    ) -> reqwest::RequestBuilder {
+        let mut path = vec!["2010-04-01", "Accounts", account_sid];
+        path.extend_from_slice(resource);
+        let mut url = endpoint(&self.twilio, &path);
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        self.http
+            .client
+            .get(url)
+            .basic_auth(account_sid, Some(auth_token))
+    }
+
     /// `POST {base}/2010-04-01/Accounts/{account_sid}/{resource…}` with `form`, as the account.
     fn twilio_post(
         &self,

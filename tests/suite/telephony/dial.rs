@@ -17,7 +17,7 @@ use super::line::{
 const CALLS: &str = "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls.json";
 
 /// Twilio creates the call `sid`.
-async fn twilio_creates(line: &Line, sid: &str) {
+pub(super) async fn twilio_creates(line: &Line, sid: &str) {
     Mock::given(method("POST"))
         .and(path(CALLS))
         .respond_with(
@@ -27,7 +27,7 @@ async fn twilio_creates(line: &Line, sid: &str) {
         .await;
 }
 
-fn sid_of(body: &Value) -> String {
+pub(super) fn sid_of(body: &Value) -> String {
     body["data"]["call_sid"]
         .as_str()
         .expect("a call")

@@ -14,16 +14,10 @@ use voiceplane_suite::*;
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
+use super::dial::{sid_of, twilio_creates};
 use super::line::{CALLEE, CONNECTION, Line, NUMBER, Provider};
 
 const CALLS: &str = "/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls.json";
-
-fn sid_of(body: &Value) -> String {
-    body["data"]["call_sid"]
-        .as_str()
-        .expect("a call")
-        .to_owned()
-}
 
 /// The dials Twilio received (not its list's reads).
 async fn creates(line: &Line) -> Vec<wiremock::Request> {
@@ -71,17 +65,6 @@ async fn twilio_answers(line: &Line, status: u16, times: u64) {
         .respond_with(ResponseTemplate::new(status))
         .up_to_n_times(times)
         .with_priority(1)
-        .mount(&line.provider)
-        .await;
-}
-
-/// Twilio creates the call `sid`.
-async fn twilio_creates(line: &Line, sid: &str) {
-    Mock::given(method("POST"))
-        .and(path(CALLS))
-        .respond_with(
-            ResponseTemplate::new(201).set_body_json(json!({"sid": sid, "status": "queued"})),
-        )
         .mount(&line.provider)
         .await;
 }
