@@ -590,6 +590,13 @@ fn stream_fields(body: &mut Value, stream_url: &str) {
 }
 
 impl HttpTelephonyValidator {
+    /// `{base}/2010-04-01/Accounts/{account_sid}/{resource…}`.
+    fn twilio_url(&self, account_sid: &str, resource: &[&str]) -> Url {
+        let mut path = vec!["2010-04-01", "Accounts", account_sid];
+        path.extend_from_slice(resource);
+        endpoint(&self.twilio, &path)
+    }
+
     /// `GET {base}/2010-04-01/Accounts/{account_sid}/{resource…}?{query}`, as the account.
     fn twilio_get(
         &self,
@@ -598,9 +605,7 @@ impl HttpTelephonyValidator {
         resource: &[&str],
         query: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        let mut path = vec!["2010-04-01", "Accounts", account_sid];
-        path.extend_from_slice(resource);
-        let mut url = endpoint(&self.twilio, &path);
+        let mut url = self.twilio_url(account_sid, resource);
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
         }
@@ -618,11 +623,9 @@ impl HttpTelephonyValidator {
         resource: &[&str],
         form: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        let mut path = vec!["2010-04-01", "Accounts", account_sid];
-        path.extend_from_slice(resource);
         self.http
             .client
-            .post(endpoint(&self.twilio, &path))
+            .post(self.twilio_url(account_sid, resource))
             .basic_auth(account_sid, Some(auth_token))
             .form(form)
     }
