@@ -209,6 +209,7 @@ async fn analyses(ctx: &TestContext, name: &str) {
                     tool_name: None,
                     tool_arguments: None,
                     tool_result: None,
+                    interrupted: None,
                 })
                 .collect(),
         };

@@ -233,6 +233,19 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
     if let Some(key) = &master_key {
         service = service.with_cipher(CredentialCipher::new(key));
     }
+    // Stream tokens must verify on every instance, as recording URLs must.
+    let token_secret = master_key.map_or_else(
+        || {
+            let mut key = [0u8; 32];
+            rand_key(&mut key);
+            key.to_vec()
+        },
+        |key| key.to_vec(),
+    );
+    service = service.with_runtime(voiceplane_core::runtime::RuntimeSettings::from_secret(
+        config.runtime.enabled,
+        &token_secret,
+    ));
     let knowledge = &config.knowledge;
     service = service.with_document_processor(
         Arc::new(voiceplane_extract::Processor::new(

@@ -22,7 +22,7 @@ use voiceplane_core::telephony::gateway::{
 };
 use voiceplane_core::telephony::progress;
 use voiceplane_core::telephony::{
-    ProbeOutcome, TelephonyCredentials, TelephonyValidator, client_state,
+    ProbeOutcome, TelephonyCredentials, TelephonyValidator, call_sid_of_client_state, client_state,
 };
 
 use crate::{BuildError, HttpClient, base_url, endpoint, human};
@@ -320,6 +320,7 @@ impl TelephonyGateway for HttpTelephonyValidator {
                     &dial.stream_url,
                     &dial.call_sid,
                     &dial.agent_id,
+                    dial.stream_token.as_deref(),
                 );
                 let timeout = dial.ring_timeout_secs.to_string();
                 let mut form = vec![
@@ -353,7 +354,7 @@ impl TelephonyGateway for HttpTelephonyValidator {
                     "to": dial.to,
                     "from": dial.from,
                     "webhook_url": dial.events_url,
-                    "client_state": client_state(&dial.call_sid),
+                    "client_state": client_state(&dial.call_sid, dial.stream_token.as_deref()),
                     // Telnyx performs a command once per `command_id`, however often it is sent.
                     "command_id": dial.call_sid,
                     "timeout_secs": dial.ring_timeout_secs,
@@ -419,7 +420,6 @@ impl TelephonyGateway for HttpTelephonyValidator {
                 let Some(connection_id) = connection_id else {
                     return Ok(Vec::new());
                 };
-                let state = client_state(&lookup.call_sid);
                 let mut url = endpoint(
                     &self.telnyx,
                     &["v2", "connections", connection_id, "active_calls"],
@@ -436,7 +436,12 @@ impl TelephonyGateway for HttpTelephonyValidator {
                             .as_array()
                             .into_iter()
                             .flatten()
-                            .filter(|call| call["client_state"].as_str() == Some(state.as_str()))
+                            .filter(|call| {
+                                call["client_state"]
+                                    .as_str()
+                                    .and_then(call_sid_of_client_state)
+                                    == Some(lookup.call_sid.clone())
+                            })
                             .filter_map(|call| call["call_control_id"].as_str())
                             .map(|id| ProviderCall {
                                 provider_call_id: id.to_owned(),
@@ -504,9 +509,10 @@ impl TelephonyGateway for HttpTelephonyValidator {
         call_control_id: &str,
         stream_url: &str,
         call_sid: &str,
+        stream_token: Option<&str>,
     ) -> Result<(), GatewayError> {
         let mut body = json!({
-            "client_state": client_state(call_sid),
+            "client_state": client_state(call_sid, stream_token),
             "command_id": format!("{call_sid}.answer"),
         });
         stream_fields(&mut body, stream_url);

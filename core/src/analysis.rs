@@ -290,6 +290,7 @@ mod tests {
             tool_arguments: None,
             tool_result: None,
             created_at: Timestamp::from_micros(0),
+            interrupted: None,
         };
         let messages: Vec<CallMessage> = (0..1000).map(message).collect();
         let whole = transcript(&messages, usize::MAX);

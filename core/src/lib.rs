@@ -42,6 +42,7 @@ pub mod page;
 pub mod precondition;
 pub mod repo;
 pub mod role;
+pub mod runtime;
 pub mod service;
 pub mod signing;
 pub mod telephony;

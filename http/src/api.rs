@@ -80,6 +80,19 @@ pub struct Shared {
     pub(crate) metrics: Arc<crate::metrics::RequestMetrics>,
     /// Answers kept with their entity tags.
     pub(crate) representations: Arc<crate::represent::Representations>,
+    /// Where `/runtime/{provider}/{call_sid}` streams go, when this server runs the built-in
+    /// runtime.
+    pub(crate) media: Option<Media>,
+}
+
+/// The runtime media streams go to.
+#[derive(Clone)]
+pub(crate) struct Media(pub(crate) Arc<dyn voiceplane_core::runtime::MediaStreams>);
+
+impl std::fmt::Debug for Media {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Media")
+    }
 }
 
 impl std::ops::Deref for Api {
@@ -106,6 +119,15 @@ impl Api {
     /// The same API with `config`.
     pub fn with_config(mut self, config: HttpConfig) -> Self {
         Arc::make_mut(&mut self.0).config = config;
+        self
+    }
+
+    /// The same API handing the media streams of `/runtime/twilio/{call_sid}` and
+    /// `/runtime/telnyx/{call_sid}` to `media` (the built-in voice runtime) once their
+    /// WebSocket upgrade is done. The server must allow HTTP/1.1 upgrades (as
+    /// [`serve()`](crate::serve()) does); without `media` those paths answer 503.
+    pub fn with_media(mut self, media: Arc<dyn voiceplane_core::runtime::MediaStreams>) -> Self {
+        Arc::make_mut(&mut self.0).media = Some(Media(media));
         self
     }
 

@@ -135,6 +135,7 @@ impl Api {
             openapi: openapi_document,
             metrics: Arc::new(metrics::RequestMetrics::new()),
             representations: Arc::new(represent::Representations::new()),
+            media: None,
         }))
     }
 

@@ -102,7 +102,7 @@ where
                         activity,
                     };
                     let connection = builder
-                        .serve_connection(io, service)
+                        .serve_connection_with_upgrades(io, service)
                         .into_owned();
                     let connection = drain.watch(connection, |c| c.graceful_shutdown());
                     tokio::spawn(async move {

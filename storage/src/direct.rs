@@ -591,6 +591,8 @@ pub(crate) static CALL: Decoder<call::Model> = decoder!(call::Model {
     analysis,
     analysis_error,
     successful,
+    runtime_token,
+    latency,
 });
 
 #[cfg(test)]

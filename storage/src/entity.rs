@@ -156,6 +156,8 @@ pub mod call {
         pub analysis: Option<String>,
         pub analysis_error: Option<String>,
         pub successful: Option<bool>,
+        pub runtime_token: Option<String>,
+        pub latency: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
@@ -535,6 +537,7 @@ pub mod call_message {
         pub tool_arguments: Option<String>,
         pub tool_result: Option<String>,
         pub created_at: i64,
+        pub interrupted: Option<bool>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

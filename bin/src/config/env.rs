@@ -307,12 +307,16 @@ mod tests {
                     "telephony.reconcile_secs"
                     | "telephony.dial_deadline_secs"
                     | "runtime.max_call_secs"
+                    | "runtime.max_calls"
+                    | "runtime.silence_prompt_secs"
+                    | "runtime.silence_end_secs"
                     | "jobs.lanes.telephony" => "20",
                     "http.trusted_proxies" => "10.0.0.0/8, 127.0.0.1",
                     "storage.backend" => "s3",
                     "storage.path_style"
                     | "webhooks.allow_private_targets"
                     | "metrics.enabled"
+                    | "runtime.enabled"
                     | "console.enabled" => "false",
                     "webhooks.retry_schedule" => "1,2",
                     "http.cors_allowed_origins" => "https://app.test",

@@ -183,6 +183,28 @@ impl Config {
             "providers.provider_two.api_key",
             p2.api_key.as_ref().map(Secret::expose),
         )?;
+        let keyed = [
+            ("providers.deepgram", &self.providers.deepgram),
+            ("providers.openai", &self.providers.openai),
+        ];
+        for (name, provider) in keyed {
+            if let Some(url) = &provider.base_url {
+                // Deepgram's live API is a WebSocket: its base may be given as ws(s) too.
+                let as_http = url
+                    .strip_prefix("wss://")
+                    .map(|rest| format!("https://{rest}"))
+                    .or_else(|| {
+                        url.strip_prefix("ws://")
+                            .map(|rest| format!("http://{rest}"))
+                    })
+                    .unwrap_or_else(|| url.clone());
+                check_http_url(&format!("{name}.base_url"), &as_http)?;
+            }
+            check_not_empty(
+                &format!("{name}.api_key"),
+                provider.api_key.as_ref().map(Secret::expose),
+            )?;
+        }
         check_http_url("telephony.twilio.base_url", &self.telephony.twilio.base_url)?;
         check_http_url("telephony.telnyx.base_url", &self.telephony.telnyx.base_url)?;
         if !(1..=600).contains(&self.telephony.ring_timeout_secs) {
@@ -212,6 +234,17 @@ impl Config {
                 "runtime.max_call_secs",
                 self.runtime.max_call_secs,
                 10..=86_400,
+            ),
+            ("runtime.max_calls", self.runtime.max_calls, 1..=100_000),
+            (
+                "runtime.silence_prompt_secs",
+                self.runtime.silence_prompt_secs,
+                1..=3600,
+            ),
+            (
+                "runtime.silence_end_secs",
+                self.runtime.silence_end_secs,
+                1..=3600,
             ),
             ("jobs.lanes.telephony", self.jobs.lanes.telephony, 1..=1000),
         ] {

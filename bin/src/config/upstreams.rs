@@ -13,6 +13,22 @@ pub struct ProvidersConfig {
     pub provider_one: ProviderOneConfig,
     /// `providers.provider_two.*`.
     pub provider_two: ProviderTwoConfig,
+    /// `providers.deepgram.*`: speech to text for the built-in runtime.
+    pub deepgram: KeyedProviderConfig,
+    /// `providers.openai.*`: the chat-completions model of the built-in runtime (any
+    /// OpenAI-compatible server).
+    pub openai: KeyedProviderConfig,
+}
+
+/// A provider reached at a base URL with a key (`providers.deepgram.*`,
+/// `providers.openai.*`). An organization's integration of the provider overrides it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeyedProviderConfig {
+    /// Its base URL; the provider's own when absent.
+    pub base_url: Option<String>,
+    /// Its key.
+    pub api_key: Option<Secret>,
 }
 
 /// `providers.provider_one.*` (Cartesia's API).
@@ -85,16 +101,37 @@ pub struct TelephonyConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RuntimeConfig {
+    /// `runtime.enabled`: whether calls whose agent and organization name no
+    /// `runtime_stream_url` are run by the built-in runtime (default true).
+    #[serde(deserialize_with = "super::lenient::deserialize_bool")]
+    pub enabled: bool,
     /// `runtime.max_call_secs`: the longest a call runs; one reported `in_progress` for a
     /// minute longer is asked about at its provider (default 1800).
     #[serde(deserialize_with = "super::lenient::deserialize_usize")]
     pub max_call_secs: usize,
+    /// `runtime.max_calls`: calls one instance runs at once (default 500).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub max_calls: usize,
+    /// `runtime.silence_prompt_secs`: caller silence after which the agent re-engages
+    /// (default 10).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub silence_prompt_secs: usize,
+    /// `runtime.silence_end_secs`: caller silence after which the call ends (default 30).
+    #[serde(deserialize_with = "super::lenient::deserialize_usize")]
+    pub silence_end_secs: usize,
+    /// `runtime.stt_model`: Deepgram's model (default `nova-3`).
+    pub stt_model: String,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
+            enabled: true,
             max_call_secs: 1800,
+            max_calls: 500,
+            silence_prompt_secs: 10,
+            silence_end_secs: 30,
+            stt_model: "nova-3".to_owned(),
         }
     }
 }

@@ -361,6 +361,7 @@ fn dial_request() -> DialRequest {
         to: "+14155550199".into(),
         from: "+14155550100".into(),
         stream_url: "wss://rt.example.com/media/call_0123456789abcdef01234567".into(),
+        stream_token: None,
         status_url: "https://vp.example.com/telephony/twilio/int_1/status/call_0".into(),
         events_url: "https://vp.example.com/telephony/telnyx/int_1/events".into(),
         ring_timeout_secs: 30,
@@ -479,7 +480,7 @@ async fn a_telnyx_dials_call_is_found_by_its_client_state() {
         from: "+14155550100".into(),
         since: Timestamp::from_micros(0),
     };
-    let state = voiceplane_core::telephony::client_state(&lookup.call_sid);
+    let state = voiceplane_core::telephony::client_state(&lookup.call_sid, None);
     Mock::given(method("GET"))
         .and(path("/v2/connections/conn-1/active_calls"))
         .and(bearer_token(TELNYX_KEY))

@@ -23,6 +23,9 @@ pub trait CallRepository: Send + Sync {
     async fn call_insert(&self, call: &Call, event: &Event) -> Result<()>;
     /// The call, if it belongs to the organization.
     async fn call_get(&self, organization_id: &str, call_sid: &str) -> Result<Option<Call>>;
+    /// The call `call_sid`, whichever organization's it is: what a media stream, which names
+    /// only the call, is checked against (its token proves the rest).
+    async fn call_get_any(&self, call_sid: &str) -> Result<Option<Call>>;
     /// Applies `change` to the mutable fields of the call and records `event`; the call as
     /// changed, `None` when there is no such call.
     async fn call_update(
@@ -93,14 +96,15 @@ pub trait CallQueryRepository: Send + Sync {
 pub trait TranscriptRepository: Send + Sync {
     /// Appends `messages` to the call's transcript in one transaction, numbered after its
     /// last `seq`; concurrent appends to one call never share or skip a number. `None` (and
-    /// nothing written) when the call is not the organization's.
+    /// nothing written) when the call is not the organization's. `audit` is recorded with
+    /// it; the built-in runtime's own appends have none.
     async fn call_message_append(
         &self,
         organization_id: &str,
         call_sid: &str,
         messages: &[NewMessage],
         created_at: Timestamp,
-        audit: &AuditEntry,
+        audit: Option<&AuditEntry>,
     ) -> Result<Option<Vec<CallMessage>>>;
     /// Up to `limit` messages of the call with `seq > after_seq`, in `seq` order.
     async fn call_message_list(

@@ -51,8 +51,8 @@ pub use retention::{BLOB_DELETE, RETENTION_SWEEP};
 mod suppressions;
 mod telephony;
 pub use telephony::{
-    CALL_DIAL, CALLS_RECONCILE, CallSession, DialSettings, TELNYX_ANSWER, TELNYX_REJECT,
-    TelnyxWebhook, TwilioWebhook,
+    CALL_DIAL, CALLS_RECONCILE, CallSession, DialSettings, RuntimeCall, RuntimeEnd, TELNYX_ANSWER,
+    TELNYX_REJECT, TelnyxWebhook, TwilioWebhook,
 };
 mod tools;
 mod usage;
@@ -107,6 +107,8 @@ pub struct Service {
     analyzer: Option<Arc<dyn crate::analysis::ChatCompletions>>,
     /// Which addresses analysis servers may have.
     analysis_policy: crate::webhooks::TargetPolicy,
+    /// The built-in voice runtime, when this server runs one.
+    runtime: Option<crate::runtime::RuntimeSettings>,
 }
 
 /// How the service delivers webhooks.
@@ -217,7 +219,16 @@ impl Service {
             versions: Arc::new(quick_cache::sync::Cache::new(1_000)),
             analyzer: None,
             analysis_policy: crate::webhooks::TargetPolicy::default(),
+            runtime: None,
         }
+    }
+
+    /// Streams calls whose agent and organization name no `runtime_stream_url` to the
+    /// built-in runtime (`/runtime/{provider}/{call_sid}`) when `settings.enabled`, with the
+    /// per-call tokens `settings` derives. Without it, such calls are refused.
+    pub fn with_runtime(mut self, settings: crate::runtime::RuntimeSettings) -> Self {
+        self.runtime = Some(settings);
+        self
     }
 
     /// Uses `clock` for every timestamp.

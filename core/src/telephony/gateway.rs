@@ -31,6 +31,10 @@ pub trait WebhookUrls: Send + Sync + 'static {
     /// The URL a provider called, as it signed it: `public_url` followed by the path (and
     /// query) of the request as this server received it.
     fn public_url_of(&self, path_and_query: &str) -> String;
+
+    /// Where the built-in runtime takes the media stream of the call `call_sid`:
+    /// `{public_url as ws(s)}/runtime/{provider}/{call_sid}`.
+    fn media_stream_url(&self, endpoint: crate::runtime::MediaEndpoint, call_sid: &str) -> String;
 }
 
 /// An outbound call to place.
@@ -45,8 +49,12 @@ pub struct DialRequest {
     pub to: String,
     /// The number to call from, E.164.
     pub from: String,
-    /// Where the call's media goes: `{runtime_stream_url}/{call_sid}`.
+    /// Where the call's media goes: `{runtime_stream_url}/{call_sid}`, or the built-in
+    /// runtime's endpoint.
     pub stream_url: String,
+    /// The token the stream presents to the built-in runtime (Twilio's `token` stream
+    /// parameter, in Telnyx's `client_state`); `None` for an external runtime.
+    pub stream_token: Option<String>,
     /// Twilio's `StatusCallback` for this call.
     pub status_url: String,
     /// Telnyx's `webhook_url`: the integration's events URL.
@@ -176,13 +184,15 @@ pub trait TelephonyGateway: Send + Sync + 'static {
     ) -> Result<ProviderCall, GatewayError>;
 
     /// Telnyx: answers the incoming call `call_control_id`, streaming its media to
-    /// `stream_url`; `call_sid` is the `client_state` and `command_id`.
+    /// `stream_url`; `call_sid` (with the built-in runtime's `stream_token`) is the
+    /// `client_state`, and `call_sid` the `command_id`.
     async fn answer(
         &self,
         credentials: &TelephonyCredentials,
         call_control_id: &str,
         stream_url: &str,
         call_sid: &str,
+        stream_token: Option<&str>,
     ) -> Result<(), GatewayError>;
 
     /// Telnyx: rejects the incoming call `call_control_id` (`CALL_REJECTED`).

@@ -194,21 +194,41 @@ impl TelephonyCredentials {
 }
 
 /// voiceplane's call id as Telnyx's `client_state` (base64), which Telnyx sends back with
-/// every event of the call.
-pub fn client_state(call_sid: &str) -> String {
+/// every event of the call and in its media stream's `start`: followed by the stream's token
+/// (after a space) when the built-in runtime takes the stream.
+pub fn client_state(call_sid: &str, stream_token: Option<&str>) -> String {
     use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(call_sid)
+    let state = match stream_token {
+        Some(token) => format!("{call_sid} {token}"),
+        None => call_sid.to_owned(),
+    };
+    base64::engine::general_purpose::STANDARD.encode(state)
 }
 
-/// The call id a `client_state` of [`client_state`] carries; `None` for any other state.
-pub fn call_sid_of_client_state(state: &str) -> Option<String> {
+/// What a `client_state` of [`client_state`] carries: the call id and the token, if any.
+fn client_state_parts(state: &str) -> Option<(String, Option<String>)> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(state)
         .ok()?;
-    String::from_utf8(bytes)
-        .ok()
-        .filter(|sid| crate::ids::IdKind::Call.matches(sid))
+    let text = String::from_utf8(bytes).ok()?;
+    let (sid, token) = match text.split_once(' ') {
+        Some((sid, token)) => (sid.to_owned(), Some(token.to_owned())),
+        None => (text, None),
+    };
+    crate::ids::IdKind::Call
+        .matches(&sid)
+        .then_some((sid, token))
+}
+
+/// The call id a `client_state` of [`client_state`] carries; `None` for any other state.
+pub fn call_sid_of_client_state(state: &str) -> Option<String> {
+    client_state_parts(state).map(|(sid, _)| sid)
+}
+
+/// The stream token a `client_state` of [`client_state`] carries, if any.
+pub fn token_of_client_state(state: &str) -> Option<String> {
+    client_state_parts(state).and_then(|(_, token)| token)
 }
 
 /// What a validation probe found.

@@ -5,15 +5,24 @@ use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, Event};
 
 /// `<Response><Connect><Stream url="…">` with the call's and agent's ids as stream
-/// parameters (the runtime reads them from the stream's `start.customParameters`), then
-/// `<Hangup/>` once the stream ends.
-pub fn connect_stream(stream_url: &str, call_sid: &str, agent_id: &str) -> String {
+/// parameters (the runtime reads them from the stream's `start.customParameters`), and the
+/// built-in runtime's `token` when it takes the stream, then `<Hangup/>` once the stream ends.
+pub fn connect_stream(
+    stream_url: &str,
+    call_sid: &str,
+    agent_id: &str,
+    token: Option<&str>,
+) -> String {
     document(|w| {
         w.create_element("Connect").write_inner_content(|w| {
             w.create_element("Stream")
                 .with_attribute(("url", stream_url))
                 .write_inner_content(|w| {
-                    for (name, value) in [("call_sid", call_sid), ("agent_id", agent_id)] {
+                    let token = token.map(|t| ("token", t));
+                    for (name, value) in [("call_sid", call_sid), ("agent_id", agent_id)]
+                        .into_iter()
+                        .chain(token)
+                    {
                         w.create_element("Parameter")
                             .with_attribute(("name", name))
                             .with_attribute(("value", value))
@@ -64,6 +73,7 @@ mod tests {
             "wss://rt.example/media/call_1?x=\"1\"&y=<2>",
             "call_1",
             "agent_1",
+            None,
         );
         assert_eq!(
             xml,

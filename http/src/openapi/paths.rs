@@ -266,8 +266,19 @@ fn responses(meta: &Operation, op: &OpSpec, has_path_params: bool) -> Map<String
                             "wss://runtime.example.com/media/call_0123456789abcdef01234567",
                             "call_0123456789abcdef01234567",
                             "agent_0123456789ab",
+                            None,
                         ),
                     }}),
+                    &[],
+                ),
+            );
+        }
+        Output::WebSocket => {
+            out.insert(
+                "101".to_owned(),
+                response_object(
+                    "The connection is now a WebSocket carrying the call's media stream.",
+                    json!({}),
                     &[],
                 ),
             );

@@ -47,6 +47,8 @@ pub(crate) enum Output {
     AudioRange,
     /// `200` with an XML document (TwiML).
     Xml,
+    /// `101`: the connection becomes a WebSocket.
+    WebSocket,
 }
 
 impl Default for Output {

@@ -27,6 +27,7 @@ mod members;
 mod meta;
 mod organization;
 mod phone_numbers;
+mod runtime;
 mod suppressions;
 mod telephony;
 mod tools;
@@ -61,6 +62,7 @@ pub const AREAS: &[Area] = &[
     suppressions::AREA,
     campaigns::AREA,
     telephony::AREA,
+    runtime::AREA,
 ];
 
 /// Every operation, area by area.

@@ -8,6 +8,7 @@ use voiceplane_core::model::{
     NewPhoneNumber, Outcome, PhoneNumber, PhoneNumberFilter, PhoneNumberUpdate,
 };
 use voiceplane_core::page::{Page, PageParams};
+use voiceplane_core::runtime::MediaEndpoint;
 use voiceplane_core::telephony::gateway::{NumberWebhooks, WebhookUrls};
 
 use crate::api::Api;
@@ -196,6 +197,16 @@ impl WebhookUrls for ProviderWebhooks {
 
     fn public_url_of(&self, path_and_query: &str) -> String {
         format!("{}{path_and_query}", self.public_url)
+    }
+
+    fn media_stream_url(&self, endpoint: MediaEndpoint, call_sid: &str) -> String {
+        // The same host and path over WebSocket: `https` → `wss`, `http` → `ws`.
+        let base = match self.public_url.split_once("://") {
+            Some(("https", rest)) => format!("wss://{rest}"),
+            Some((_, rest)) => format!("ws://{rest}"),
+            None => self.public_url.clone(),
+        };
+        format!("{base}/runtime/{}/{call_sid}", endpoint.as_str())
     }
 }
 

@@ -34,6 +34,7 @@ mod m0024_event_resources;
 mod m0025_routing_changes;
 mod m0026_call_versions;
 mod m0027_keys_bound;
+mod m0029_runtime;
 
 /// Creates the full-text index of `table.text` in the database's own dialect: on SQLite an
 /// external-content FTS5 table `<table>_fts` (rows referred to by the integer key `id`, kept in
@@ -103,6 +104,7 @@ impl MigratorTrait for Migrator {
             Box::new(m0025_routing_changes::M0025RoutingChanges),
             Box::new(m0026_call_versions::M0026CallVersions),
             Box::new(m0027_keys_bound::M0027KeysBound),
+            Box::new(m0029_runtime::M0029Runtime),
         ]
     }
 }

@@ -261,7 +261,7 @@ async fn an_ambiguous_telnyx_dial_is_found_by_its_client_state(ctx: &TestContext
         .await;
     let (_, body) = line.dial(json!({})).await;
     let sid = sid_of(&body);
-    let state = voiceplane_core::telephony::client_state(&sid);
+    let state = voiceplane_core::telephony::client_state(&sid, None);
     Mock::given(method("GET"))
         .and(path(format!("/v2/connections/{CONNECTION}/active_calls")))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({

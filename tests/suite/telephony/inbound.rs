@@ -235,7 +235,7 @@ async fn a_telnyx_call_comes_in_and_is_answered_by_a_job(ctx: &TestContext) {
     assert_eq!(body["stream_bidirectional_codec"], "PCMU");
     assert_eq!(
         body["client_state"],
-        voiceplane_core::telephony::client_state(&sid)
+        voiceplane_core::telephony::client_state(&sid, None)
     );
     assert!(body["command_id"].is_string(), "{body}");
     assert_eq!(
@@ -243,7 +243,7 @@ async fn a_telnyx_call_comes_in_and_is_answered_by_a_job(ctx: &TestContext) {
         "Bearer KEYtelnyx"
     );
 
-    let state = voiceplane_core::telephony::client_state(&sid);
+    let state = voiceplane_core::telephony::client_state(&sid, None);
     let old = line
         .telnyx_at(
             ctx,

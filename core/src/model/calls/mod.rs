@@ -259,6 +259,9 @@ pub struct Call {
     pub analysis: Option<super::CallAnalysis>,
     /// Why the analysis `failed`.
     pub analysis_error: Option<String>,
+    /// How fast the built-in runtime answered, once it ran the call: from the end of each
+    /// caller turn to the first frame of the agent's answer sent.
+    pub latency: Option<CallLatency>,
     /// When the dial was handed to the provider: marked before the request is sent, so that
     /// a dial whose outcome is unknown is never sent twice (not serialized).
     #[serde(skip_serializing)]
@@ -278,6 +281,47 @@ pub struct Call {
     #[serde(skip_serializing)]
     #[cfg_attr(feature = "openapi", schemars(skip))]
     pub recording: Option<Recording>,
+    /// The SHA-256 of the token its media stream must present to the built-in runtime
+    /// (DESIGN §24), when the built-in runtime runs it (not serialized).
+    #[serde(skip_serializing)]
+    #[cfg_attr(feature = "openapi", schemars(skip))]
+    pub runtime_token: Option<String>,
+}
+
+/// The turn latency of a call the built-in runtime ran: from the end of each caller turn (the
+/// speech recognizer's end of speech) to the first frame of the agent's answer sent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct CallLatency {
+    /// Turns answered.
+    pub turns: u32,
+    /// Median, in milliseconds.
+    pub p50_ms: f64,
+    /// 95th percentile, in milliseconds.
+    pub p95_ms: f64,
+    /// Slowest, in milliseconds.
+    pub max_ms: f64,
+}
+
+impl CallLatency {
+    /// The summary of `samples_ms` (nearest-rank percentiles); `None` for no samples.
+    pub fn of(samples_ms: &[f64]) -> Option<Self> {
+        if samples_ms.is_empty() {
+            return None;
+        }
+        let mut sorted = samples_ms.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank = |p: f64| {
+            let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            (sorted[i] * 1000.0).round() / 1000.0
+        };
+        Some(Self {
+            turns: u32::try_from(sorted.len()).unwrap_or(u32::MAX),
+            p50_ms: rank(0.5),
+            p95_ms: rank(0.95),
+            max_ms: rank(1.0),
+        })
+    }
 }
 
 impl Call {
@@ -324,10 +368,12 @@ impl Call {
             analysis_status: None,
             analysis: None,
             analysis_error: None,
+            latency: None,
             dial_started_at: None,
             campaign_id: None,
             recipient_id: None,
             recording: None,
+            runtime_token: None,
         }
     }
 

@@ -55,6 +55,9 @@ pub struct NewMessage {
     /// The tool's answer: any JSON.
     #[serde(default)]
     pub tool_result: Option<serde_json::Value>,
+    /// An agent message the caller talked over: only what was heard is kept.
+    #[serde(default)]
+    pub interrupted: Option<bool>,
 }
 
 /// Body of `POST /api/calls/{call_sid}/messages`.
@@ -90,4 +93,7 @@ pub struct CallMessage {
     pub tool_result: Option<serde_json::Value>,
     /// When it was appended.
     pub created_at: Timestamp,
+    /// `true` for an agent message the caller talked over (only what was heard is kept);
+    /// `null` otherwise.
+    pub interrupted: Option<bool>,
 }

@@ -12,6 +12,7 @@ use crate::validate;
 mod queries;
 mod recordings;
 mod transcripts;
+pub(super) use transcripts::checked_message;
 
 pub use recordings::{AudioFormat, RecordingDownload, STREAM_URL_TTL_SECS, SignedRead};
 

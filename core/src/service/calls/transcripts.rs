@@ -15,7 +15,7 @@ const MAX_MESSAGE_TEXT: usize = 100_000;
 /// Longest tool name, in characters.
 const MAX_TOOL_NAME: usize = 200;
 
-fn checked(i: usize, m: NewMessage) -> Result<NewMessage> {
+pub(in crate::service) fn checked_message(i: usize, m: NewMessage) -> Result<NewMessage> {
     let field = |name: &str| format!("messages[{i}].{name}");
     if m.text.chars().count() > MAX_MESSAGE_TEXT {
         return Err(Error::invalid(format!(
@@ -68,7 +68,7 @@ impl Service {
             .messages
             .into_iter()
             .enumerate()
-            .map(|(i, m)| checked(i, m))
+            .map(|(i, m)| checked_message(i, m))
             .collect::<Result<Vec<_>>>()?;
         self.repo
             .call_message_append(
@@ -76,7 +76,7 @@ impl Service {
                 &call_sid,
                 &messages,
                 self.now(),
-                &self.audit_entry(
+                Some(&self.audit_entry(
                     actor,
                     "transcript.append",
                     "call",
@@ -85,7 +85,7 @@ impl Service {
                         "messages_appended".to_owned(),
                         serde_json::json!([null, count]),
                     )]),
-                ),
+                )),
             )
             .await?
             .ok_or_else(|| Error::not_found(format!("call {call_sid} not found")))

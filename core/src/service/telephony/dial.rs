@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::ready_for_calls;
 use super::status::DIAL_OUTCOME_UNKNOWN;
-use super::{ready_for_calls, stream_url};
 use crate::auth::Actor;
 use crate::error::{Error, Result};
 use crate::idempotency::KeyBinding;
@@ -207,14 +207,17 @@ impl Service {
             })?;
         let credentials = self.open_credentials(&integration_id, &sealed)?;
         ready_for_calls(&integration_id, &credentials)?;
-        if agent.runtime_stream_url.is_none() && settings.runtime_stream_url.is_none() {
-            return Err(Error::unprocessable(format!(
-                "no runtime_stream_url: set it in the organization settings or on agent \
-                 {agent_id}, so that the call's media has somewhere to go"
-            )));
-        }
         self.telephony_gateway()?;
         let provider = TelephonyProvider::parse(&integration.provider)?;
+        let external =
+            (agent.runtime_stream_url.as_deref()).or(settings.runtime_stream_url.as_deref());
+        let Some(target) = self.media_target(external, provider, &call_sid) else {
+            return Err(Error::unprocessable(format!(
+                "no runtime_stream_url: set it in the organization settings or on agent \
+                 {agent_id}, or enable the built-in runtime (runtime.enabled), so that the \
+                 call's media has somewhere to go"
+            )));
+        };
         let mut call = Call::new(
             call_sid,
             org,
@@ -230,6 +233,7 @@ impl Service {
         call.dynamic_variables = dynamic_variables;
         call.metadata = metadata;
         call.timezone = timezone;
+        call.runtime_token = target.token.as_deref().map(crate::runtime::token_hash);
         let job = NewJob {
             job_id: crate::jobs::new_job_id(),
             kind: CALL_DIAL.to_owned(),
@@ -498,17 +502,27 @@ impl Service {
             .call_agent(call)
             .await?
             .ok_or_else(|| Error::Conflict(format!("agent {} was deleted", call.agent_id)))?;
-        let runtime = self
-            .runtime_url(&agent)
-            .await?
-            .ok_or_else(|| Error::unprocessable("no runtime_stream_url is set"))?;
         let (_, urls) = self.telephony_gateway()?;
+        let provider = call
+            .provider
+            .ok_or_else(|| Error::Internal("a dialed call has no provider".to_owned()))?;
+        // The call keeps the runtime it was created for: one created for the built-in
+        // runtime is streamed there even if a runtime URL was set since, since its token
+        // was made for it.
+        let external = match call.runtime_token {
+            Some(_) => None,
+            None => self.runtime_url(&agent).await?,
+        };
+        let target = self
+            .media_target(external.as_deref(), provider, &call.call_sid)
+            .ok_or_else(|| Error::unprocessable("no runtime_stream_url is set"))?;
         let request = DialRequest {
             call_sid: call.call_sid.clone(),
             agent_id: agent.agent_id.clone(),
             to: call.to_number.clone(),
             from: call.from_number.clone().unwrap_or_default(),
-            stream_url: stream_url(&runtime, &call.call_sid),
+            stream_url: target.url,
+            stream_token: target.token,
             status_url: urls.call_status_url(&integration_id, &call.call_sid),
             events_url: urls.number_webhooks(&integration_id).telnyx_events_url,
             ring_timeout_secs: self.dialing.ring_timeout_secs,

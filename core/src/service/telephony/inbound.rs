@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{TelnyxWebhook, TwilioWebhook, Verified, stream_url};
+use super::{TelnyxWebhook, TwilioWebhook, Verified};
 use crate::error::{Error, Result};
 use crate::ids::IdKind;
 use crate::jobs::{Done, Job, JobError, JobHandler, NewJob};
@@ -26,6 +26,8 @@ enum Inbound {
         call_sid: String,
         agent_id: String,
         stream_url: String,
+        /// The built-in runtime's token, a stream parameter.
+        token: Option<String>,
     },
     /// Refused: recorded `failed` (`rejected`) when the number is the integration's, else
     /// not recorded at all.
@@ -78,7 +80,8 @@ impl Service {
                 call_sid,
                 agent_id,
                 stream_url,
-            } => twiml::connect_stream(&stream_url, &call_sid, &agent_id),
+                token,
+            } => twiml::connect_stream(&stream_url, &call_sid, &agent_id, token.as_deref()),
             Inbound::Reject => twiml::reject(),
         })
     }
@@ -169,14 +172,17 @@ impl Service {
             None => None,
         };
         // As `runtime_url`, with the organization's URL the route holds.
-        let runtime = agent.as_ref().and_then(|agent| {
+        let external = agent.as_ref().and_then(|agent| {
             (agent.runtime_stream_url.clone()).or_else(|| route.runtime_stream_url.clone())
         });
         let now = self.now();
-        let runtime = runtime.filter(|_| number.supports_inbound);
-        let stream = runtime
-            .as_deref()
-            .map(|runtime| stream_url(runtime, &call_sid));
+        let target = |call_sid: &str| {
+            agent
+                .as_ref()
+                .filter(|_| number.supports_inbound)
+                .and_then(|_| self.media_target(external.as_deref(), provider, call_sid))
+        };
+        let stream = target(&call_sid);
         let refused = stream.is_none();
         let mut call = Call::new(call_sid, org, agent.as_ref(), CallType::Inbound, to, now);
         call.agent_version = version;
@@ -191,7 +197,11 @@ impl Service {
         call.provider = Some(provider);
         call.provider_call_id = Some(provider_call_id.to_owned());
         call.phone_number_id = Some(number.phone_number_id.clone());
-        let jobs = jobs(&call, stream.as_deref());
+        call.runtime_token = stream
+            .as_ref()
+            .and_then(|s| s.token.as_deref())
+            .map(crate::runtime::token_hash);
+        let jobs = jobs(&call, stream.as_ref().map(|s| s.url.as_str()));
         let event = self.event(EventType::CallCreated, &call, By::System)?;
         let (call, created) =
             self.after_write(self.repo.call_open(&call, &event, &jobs, None).await)?;
@@ -199,13 +209,14 @@ impl Service {
             tracing::info!(
                 call_sid = %call.call_sid,
                 "an incoming call was rejected: its number has no agent, takes no inbound calls, \
-                 or no runtime_stream_url is set"
+                 or neither a runtime_stream_url nor the built-in runtime"
             );
         }
         // A repeated request answers what the first one did, for the call it recorded.
-        Ok(match runtime {
-            Some(runtime) if !was_rejected(&call) => Inbound::Connect {
-                stream_url: stream_url(&runtime, &call.call_sid),
+        Ok(match target(&call.call_sid) {
+            Some(stream) if !was_rejected(&call) => Inbound::Connect {
+                stream_url: stream.url,
+                token: stream.token,
                 call_sid: call.call_sid,
                 agent_id: call.agent_id,
             },
@@ -266,12 +277,20 @@ impl JobHandler for TelnyxCommand {
                     // The caller hung up before the answer went out.
                     return Ok(Done::Finished);
                 }
+                // Derived again rather than kept in the job's payload: the database never
+                // holds a token in the clear.
+                let token = call
+                    .runtime_token
+                    .as_ref()
+                    .and(service.runtime.as_ref())
+                    .map(|r| r.token(&call.call_sid));
                 gateway
                     .answer(
                         &credentials,
                         &command.call_control_id,
                         stream_url,
                         &call.call_sid,
+                        token.as_deref(),
                     )
                     .await
             }

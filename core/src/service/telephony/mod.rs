@@ -22,6 +22,7 @@ mod control;
 mod dial;
 mod inbound;
 mod reconcile;
+mod runtime;
 mod status;
 
 pub(in crate::service) use compliance::{Schedule, Window, callee_zones};
@@ -33,6 +34,7 @@ pub(super) use inbound::TelnyxCommand;
 pub use inbound::{TELNYX_ANSWER, TELNYX_REJECT};
 pub use reconcile::CALLS_RECONCILE;
 pub(super) use reconcile::ReconcileCalls;
+pub use runtime::{RuntimeCall, RuntimeEnd};
 
 /// How outbound calls are placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,4 +342,42 @@ impl Service {
 /// `{runtime_stream_url}/{call_sid}`.
 fn stream_url(runtime: &str, call_sid: &str) -> String {
     format!("{}/{call_sid}", runtime.trim_end_matches('/'))
+}
+
+/// Where a call's media goes, and the token the stream presents there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct MediaTarget {
+    pub(super) url: String,
+    /// The built-in runtime's token for the call; `None` for an external runtime.
+    pub(super) token: Option<String>,
+}
+
+impl Service {
+    /// Where the call `call_sid` of `provider` streams its media: the external runtime
+    /// `external` names (the agent's URL, else the organization's), else the built-in
+    /// runtime's endpoint with the call's token when this server runs one; `None` when
+    /// neither (the call is refused).
+    pub(super) fn media_target(
+        &self,
+        external: Option<&str>,
+        provider: TelephonyProvider,
+        call_sid: &str,
+    ) -> Option<MediaTarget> {
+        if let Some(runtime) = external {
+            return Some(MediaTarget {
+                url: stream_url(runtime, call_sid),
+                token: None,
+            });
+        }
+        let settings = self.runtime.as_ref().filter(|r| r.enabled)?;
+        let (_, urls) = self.gateway.as_ref()?;
+        let endpoint = match provider {
+            TelephonyProvider::Twilio => crate::runtime::MediaEndpoint::Twilio,
+            TelephonyProvider::Telnyx => crate::runtime::MediaEndpoint::Telnyx,
+        };
+        Some(MediaTarget {
+            url: urls.media_stream_url(endpoint, call_sid),
+            token: Some(settings.token(call_sid)),
+        })
+    }
 }

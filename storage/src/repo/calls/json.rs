@@ -18,7 +18,8 @@ use sea_orm::sqlx::{Column as _, Postgres, Row as _, TypeInfo as _, ValueRef as 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use voiceplane_core::model::{
-    AnalysisStatus, CallAnalysis, CallJson, CallStatus, CallType, ProviderError, UsageCharge,
+    AnalysisStatus, CallAnalysis, CallJson, CallLatency, CallStatus, CallType, ProviderError,
+    UsageCharge,
 };
 use voiceplane_core::telephony::TelephonyProvider;
 use voiceplane_core::telephony::progress::AnsweredBy;
@@ -28,7 +29,7 @@ use crate::direct::Fields;
 
 /// The columns [`write`] reads, in the order it reads them, each with what precedes its value:
 /// `Call`'s fields, `client_id` being `organization_id`.
-const FIELDS: [(&str, &str); 31] = [
+const FIELDS: [(&str, &str); 32] = [
     ("call_sid", "{\"call_sid\":"),
     ("to_number", ",\"to_number\":"),
     ("from_number", ",\"from_number\":"),
@@ -60,6 +61,7 @@ const FIELDS: [(&str, &str); 31] = [
     ("analysis_status", ",\"analysis_status\":"),
     ("analysis", ",\"analysis\":"),
     ("analysis_error", ",\"analysis_error\":"),
+    ("latency", ",\"latency\":"),
 ];
 
 /// The columns of [`FIELDS`], as a decoder names them.
@@ -388,6 +390,7 @@ pub(crate) fn write<'r>(cells: &mut impl Cells<'r>) -> Result<CallJson, Invalid>
     row.enumeration::<AnalysisStatus>(true)?;
     row.json::<Option<CallAnalysis>>(Some(b"null"), false)?; // analysis
     row.optional_string()?; // analysis_error
+    row.json::<Option<CallLatency>>(Some(b"null"), false)?; // latency
     let mut json = row.out.json;
     json.push(b'}');
     let json = String::from_utf8(json).map_err(|e| invalid("call_sid", e))?;

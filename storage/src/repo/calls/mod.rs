@@ -76,6 +76,14 @@ pub(in crate::repo) async fn write_change(
             call::Column::Successful,
             Expr::val(c.analysis.as_ref().and_then(|a| a.successful)),
         )
+        .col_expr(
+            call::Column::Latency,
+            Expr::val(c.latency.as_ref().map(to_json).transpose()?),
+        )
+        .col_expr(
+            call::Column::RuntimeToken,
+            Expr::val(c.runtime_token.clone()),
+        )
         .col_expr(call::Column::TurnCount, Expr::val(c.turn_count))
         .col_expr(call::Column::UpdatedAt, Expr::val(c.updated_at.as_micros()))
         .col_expr(
@@ -169,6 +177,12 @@ pub(in crate::repo) fn call_from(m: call::Model) -> Result<Call> {
             .map(|a| from_json("calls.analysis", a))
             .transpose()?,
         analysis_error: m.analysis_error,
+        latency: m
+            .latency
+            .as_deref()
+            .map(|l| from_json("calls.latency", l))
+            .transpose()?,
+        runtime_token: m.runtime_token,
         dial_started_at: ts_opt(m.dial_started_at),
         campaign_id: m.campaign_id,
         recipient_id: m.recipient_id,
@@ -232,6 +246,8 @@ pub(in crate::repo) fn call_row(c: &Call) -> Result<call::ActiveModel> {
         analysis: Set(c.analysis.as_ref().map(to_json).transpose()?),
         analysis_error: Set(c.analysis_error.clone()),
         successful: Set(c.analysis.as_ref().and_then(|a| a.successful)),
+        runtime_token: Set(c.runtime_token.clone()),
+        latency: Set(c.latency.as_ref().map(to_json).transpose()?),
     })
 }
 
@@ -304,6 +320,15 @@ impl CallRepository for SeaRepository {
             &self.db,
             call::Entity::find_by_id(call_sid.to_owned())
                 .filter(call::Column::OrganizationId.eq(organization_id)),
+            call_from,
+        )
+        .await
+    }
+
+    async fn call_get_any(&self, call_sid: &str) -> Result<Option<Call>> {
+        one(
+            &self.db,
+            call::Entity::find_by_id(call_sid.to_owned()),
             call_from,
         )
         .await

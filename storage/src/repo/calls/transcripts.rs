@@ -39,6 +39,7 @@ fn message_from(m: call_message::Model) -> Result<CallMessage> {
         end_ms: m.end_ms,
         tool_name: m.tool_name,
         created_at: ts(m.created_at),
+        interrupted: m.interrupted.filter(|i| *i),
     })
 }
 
@@ -50,7 +51,7 @@ impl TranscriptRepository for SeaRepository {
         call_sid: &str,
         messages: &[NewMessage],
         created_at: Timestamp,
-        audit: &AuditEntry,
+        audit: Option<&AuditEntry>,
     ) -> Result<Option<Vec<CallMessage>>> {
         let count = i64::try_from(messages.len())
             .map_err(|_| Error::Internal("too many messages in one append".to_owned()))?;
@@ -82,6 +83,7 @@ impl TranscriptRepository for SeaRepository {
                 tool_name: m.tool_name.clone(),
                 tool_arguments: m.tool_arguments.clone(),
                 tool_result: m.tool_result.clone(),
+                interrupted: m.interrupted.filter(|i| *i),
                 created_at,
             })
             .collect();
@@ -100,6 +102,7 @@ impl TranscriptRepository for SeaRepository {
                     tool_name: Set(m.tool_name.clone()),
                     tool_arguments: Set(m.tool_arguments.as_ref().map(to_json).transpose()?),
                     tool_result: Set(m.tool_result.as_ref().map(to_json).transpose()?),
+                    interrupted: Set(m.interrupted.filter(|i| *i)),
                     created_at: Set(created_at.as_micros()),
                 })
             })
@@ -111,7 +114,9 @@ impl TranscriptRepository for SeaRepository {
         if let Some(row) = taken.first() {
             crate::repo::analysis::transcript_grew(&txn, row, created_at).await?;
         }
-        record_audit(&txn, organization_id, audit).await?;
+        if let Some(audit) = audit {
+            record_audit(&txn, organization_id, audit).await?;
+        }
         txn.commit().await.map_err(db_err)?;
         Ok(Some(appended))
     }

@@ -130,6 +130,7 @@ pub(super) fn messages(texts: &[&str]) -> NewMessages {
                 tool_name: None,
                 tool_arguments: None,
                 tool_result: None,
+                interrupted: None,
             })
             .collect(),
     }
