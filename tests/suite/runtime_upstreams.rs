@@ -676,3 +676,186 @@ async fn http_tools_follow_the_target_policy() {
     }
     assert!(server.received_requests().await.unwrap().is_empty());
 }
+
+// -------------------------------------------------------------------------------------------
+// The media-stream callers, against a runtime played by the test
+
+/// Accepts one media stream on a loopback port: its URL, and the socket once connected.
+async fn one_stream() -> (
+    String,
+    tokio::task::JoinHandle<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/runtime/stream", listener.local_addr().unwrap());
+    let accepted = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        tokio_tungstenite::accept_async(tcp).await.unwrap()
+    });
+    (url, accepted)
+}
+
+/// The next text message of the runtime's side, as JSON.
+async fn read_json<S>(socket: &mut S) -> Value
+where
+    S: futures_util::Stream<
+            Item = Result<
+                tokio_tungstenite::tungstenite::Message,
+                tokio_tungstenite::tungstenite::Error,
+            >,
+        > + Unpin,
+{
+    use futures_util::StreamExt;
+    loop {
+        let message = tokio::time::timeout(SOON, socket.next())
+            .await
+            .expect("a message in time")
+            .expect("the stream is open")
+            .unwrap();
+        if let tokio_tungstenite::tungstenite::Message::Text(text) = message {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+async fn caller_plays_the_agent(twilio: bool) {
+    use base64::Engine as _;
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let (url, accepted) = one_stream().await;
+    let caller = if twilio {
+        MediaCaller::twilio(
+            &url,
+            TwilioStart::new("CA1").parameter("token", "stream-token"),
+            Pacing::RealTime,
+        )
+        .await
+    } else {
+        MediaCaller::telnyx(
+            &url,
+            TelnyxStart::new("v3:call-1", Some("c3RhdGU=")),
+            Pacing::RealTime,
+        )
+        .await
+    }
+    .unwrap();
+    let mut runtime = accepted.await.unwrap();
+    assert_eq!(read_json(&mut runtime).await["event"], "connected");
+    let start = read_json(&mut runtime).await;
+    if twilio {
+        assert_eq!(start["start"]["customParameters"]["token"], "stream-token");
+        assert_eq!(start["start"]["callSid"], "CA1");
+        assert_eq!(start["start"]["mediaFormat"]["encoding"], "audio/x-mulaw");
+    } else {
+        assert_eq!(start["start"]["call_control_id"], "v3:call-1");
+        assert_eq!(start["start"]["client_state"], "c3RhdGU=");
+        assert_eq!(start["start"]["media_format"]["encoding"], "PCMU");
+    }
+    let send = |event: Value| Message::text(event.to_string());
+    let media = |bytes: usize| {
+        send(
+            json!({"event": "media", "streamSid": "MZ00000000000000000000000000000001",
+                    "media": {"payload": b64.encode(vec![0x2A; bytes])}}),
+        )
+    };
+    let mark = |name: &str| send(json!({"event": "mark", "mark": {"name": name}}));
+
+    // 200 ms of agent audio and a mark: answered once it has played, not before.
+    let sent_at = tokio::time::Instant::now();
+    runtime.send(media(1600)).await.unwrap();
+    runtime.send(mark("first")).await.unwrap();
+    let answered = loop {
+        let message = read_json(&mut runtime).await;
+        if message["event"] == "mark" {
+            break message;
+        }
+        assert_eq!(message["event"], "media", "{message}");
+    };
+    assert_eq!(answered["mark"]["name"], "first");
+    assert!(
+        sent_at.elapsed() >= Duration::from_millis(195),
+        "{:?}",
+        sent_at.elapsed()
+    );
+    let view = caller.view();
+    assert_eq!(view.played_bytes, 1600);
+    assert_eq!(view.marks_answered, ["first"]);
+
+    // Ten seconds of audio, a mark, then clear: the mark comes back at once, the audio is
+    // dropped unplayed.
+    runtime.send(media(80_000)).await.unwrap();
+    runtime.send(mark("second")).await.unwrap();
+    runtime.send(send(json!({"event": "clear"}))).await.unwrap();
+    let view = caller
+        .wait_for("the cleared mark answered", SOON, |c| {
+            c.marks_answered.len() == 2
+        })
+        .await;
+    assert_eq!(view.clears, 1);
+    assert!(view.cleared_bytes > 70_000, "{view:?}");
+    assert_eq!(view.played_bytes + view.cleared_bytes, 81_600);
+    assert_eq!(view.agent_audio.len(), 81_600);
+
+    // What the caller says and presses reaches the runtime; then it hangs up.
+    let said = caller.say(0x11, Duration::from_millis(100));
+    let heard = async {
+        let mut frames = 0;
+        let mut seq = 0u64;
+        while frames < 5 {
+            let message = read_json(&mut runtime).await;
+            if message["event"] != "media" {
+                continue;
+            }
+            let number = if twilio {
+                &message["sequenceNumber"]
+            } else {
+                &message["sequence_number"]
+            };
+            let number: u64 = number.as_str().unwrap().parse().unwrap();
+            assert!(number > seq, "sequence numbers grow");
+            seq = number;
+            assert_eq!(message["media"]["track"], "inbound");
+            let payload = b64
+                .decode(message["media"]["payload"].as_str().unwrap())
+                .unwrap();
+            assert_eq!(payload.len(), 160);
+            if payload.iter().all(|b| *b == 0x11) {
+                frames += 1;
+            } else {
+                assert!(payload.iter().all(|b| *b == SILENCE));
+            }
+        }
+    };
+    tokio::join!(said, heard);
+    caller.press('5');
+    let dtmf = loop {
+        let message = read_json(&mut runtime).await;
+        if message["event"] == "dtmf" {
+            break message;
+        }
+    };
+    assert_eq!(dtmf["dtmf"]["digit"], "5");
+    caller.hang_up().await;
+    let stop = loop {
+        let message = read_json(&mut runtime).await;
+        if message["event"] == "stop" {
+            break message;
+        }
+    };
+    assert!(caller.view().stopped);
+    if twilio {
+        assert_eq!(stop["stop"]["callSid"], "CA1");
+    } else {
+        assert_eq!(stop["stop"]["call_control_id"], "v3:call-1");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twilio_caller_plays_marks_and_clears() {
+    caller_plays_the_agent(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telnyx_caller_plays_marks_and_clears() {
+    caller_plays_the_agent(false).await;
+}
