@@ -162,7 +162,14 @@ impl State_ {
             _ => self.playback.queued,
         };
         self.playback.queued -= played;
-        self.playback.anchor = Some(now);
+        // The anchor moves by the time the played bytes took (125 µs each), so looking often
+        // loses no fraction of a byte; with nothing left, playback waits from now.
+        self.playback.anchor = match self.playback.anchor {
+            Some(anchor) if self.playback.queued > 0 => {
+                Some(anchor + Duration::from_micros(played as u64 * 1_000_000 / RATE))
+            }
+            _ => Some(now),
+        };
         self.view.played_bytes += played;
         self.view.queued_bytes = self.playback.queued;
     }
