@@ -21,7 +21,7 @@ use voiceplane_core::analysis::{ChatCompletions, CompletionRequest};
 use voiceplane_core::webhooks::TargetPolicy;
 use voiceplane_core::{Error, Result};
 
-use crate::webhooks::{allowed_literal, guarded};
+use crate::guarded::{allowed_literal, guarded};
 use crate::{BuildError, Call, openai_endpoint};
 
 const PROVIDER: &str = "the analysis model";

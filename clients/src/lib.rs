@@ -19,7 +19,11 @@
 //!   through a pool that follows the webhook target policy;
 //! - [`HttpWebhookSender`], the [`WebhookSender`](voiceplane_core::webhooks::WebhookSender)
 //!   of webhook deliveries, with a pool of its own that connects only to addresses its target
-//!   policy allows.
+//!   policy allows;
+//! - the upstreams of the built-in voice runtime ([`runtime`]): [`DeepgramListener`] (live
+//!   speech to text over a WebSocket), [`OpenAiChat`] (streamed chat completions with tools),
+//!   [`ProviderOneSpeech`] and [`ProviderTwoSpeech`] (streamed speech), and
+//!   [`GuardedHttpTools`] (an organization's HTTP tools, under the webhook target policy).
 //!
 //! Every other implementation holds a clone of one [`HttpClient`]: a single `reqwest`
 //! connection pool per process with a connect timeout, a request timeout, a cap on response
@@ -51,9 +55,11 @@
 
 mod analysis;
 mod embeddings;
+mod guarded;
 mod jwks;
 mod provider_one;
 mod provider_two;
+pub mod runtime;
 mod telephony;
 mod webhooks;
 
@@ -69,6 +75,10 @@ pub use embeddings::{EmbeddingsSettings, OpenAiEmbedder};
 pub use jwks::{HttpJwksSource, JWKS_MAX_BYTES, JWKS_TIMEOUT};
 pub use provider_one::{ProviderOne, ProviderOneSettings};
 pub use provider_two::{ProviderTwo, ProviderTwoSettings};
+pub use runtime::{
+    DeepgramListener, GuardedHttpTools, OpenAiChat, ProviderOneSpeech, ProviderTwoSpeech,
+    RuntimeClientSettings,
+};
 pub use telephony::{HttpTelephonyValidator, TelephonySettings};
 pub use webhooks::{HttpWebhookSender, SystemResolver, WebhookSenderSettings};
 

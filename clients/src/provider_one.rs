@@ -32,7 +32,7 @@ const SEARCH: Call = Call {
 };
 
 /// The `Cartesia-Version` sent when none is configured.
-const DEFAULT_VERSION: &str = "2024-06-10";
+pub(crate) const DEFAULT_VERSION: &str = "2024-06-10";
 
 /// Configuration of [`ProviderOne`].
 #[derive(Clone, PartialEq, Eq)]

@@ -43,6 +43,7 @@ mod openapi;
 mod pagination;
 mod ratelimit;
 mod request_ids;
+mod runtime_upstreams;
 mod secrets;
 mod server;
 

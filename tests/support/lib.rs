@@ -6,8 +6,9 @@
 //! HTTP API on a real listener on port 0 (`server`); an [`ApiCaller`] that sends it requests
 //! with an organization and a credential and checks the JSON answers ([`read_json`],
 //! `caller`); fake upstreams for the voice providers and the telephony probe (`upstreams`);
-//! the S3 server chosen by the environment ([`s3_from_env`]); and real PDFs for the
-//! knowledge-base tests ([`pdf::pdf_with_pages`]).
+//! the S3 server chosen by the environment ([`s3_from_env`]); real PDFs for the
+//! knowledge-base tests ([`pdf::pdf_with_pages`]); and the built-in runtime's fake upstreams
+//! and media-stream callers ([`voice`]).
 //!
 //! [`db_tests!`] turns each `async fn name(ctx: &TestContext)` into two tests, `name::sqlite`
 //! and `name::postgres`. Without `VOICEPLANE_TEST_POSTGRES_URL` the Postgres half prints that it
@@ -42,6 +43,7 @@ mod s3_env;
 pub mod sample;
 mod server;
 mod upstreams;
+pub mod voice;
 
 pub use builders::{
     agent_body, body, call_body, merged, multipart_document, multipart_document_name_last,
