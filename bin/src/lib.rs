@@ -26,6 +26,7 @@ pub mod logging;
 pub mod master_key;
 pub mod metrics;
 pub mod stack;
+pub mod voice;
 
 use std::fmt;
 use std::future::Future;
@@ -234,17 +235,9 @@ async fn build(config: &Config) -> Result<(Arc<Service>, SeaRepository), Error> 
         service = service.with_cipher(CredentialCipher::new(key));
     }
     // Stream tokens must verify on every instance, as recording URLs must.
-    let token_secret = master_key.map_or_else(
-        || {
-            let mut key = [0u8; 32];
-            rand_key(&mut key);
-            key.to_vec()
-        },
-        |key| key.to_vec(),
-    );
-    service = service.with_runtime(voiceplane_core::runtime::RuntimeSettings::from_secret(
+    service = service.with_runtime(voice::token_settings(
         config.runtime.enabled,
-        &token_secret,
+        master_key.as_ref(),
     ));
     let knowledge = &config.knowledge;
     service = service.with_document_processor(
@@ -409,9 +402,13 @@ pub async fn serve(
     info!("listening on http://{addr}");
     // Jobs keep running while requests drain; the runner stops after them (or at once if
     // the server failed), sending or dropping `stop`.
+    let mut api = api(service.clone(), config);
+    if config.runtime.enabled {
+        api = api.with_media(Arc::new(voice::runtime(service, config)?));
+    }
     let app = stack::layered(
         metrics::WithMetrics::new(
-            voiceplane_http::WithConsole::new(api(service, config), config.console.enabled),
+            voiceplane_http::WithConsole::new(api, config.console.enabled),
             metrics,
         ),
         &config.http,

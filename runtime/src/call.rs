@@ -153,6 +153,8 @@ struct Turn {
     sentences: Vec<Spoken>,
     /// Finished rounds of tool calls, kept even if the rest of the turn is cut.
     rounds: Vec<ChatMessage>,
+    /// The whole turn's messages, once the model is done: kept when it has been heard.
+    answer: Vec<ChatMessage>,
     /// When the caller's turn that started it ended.
     answering_since: Option<Instant>,
     first_frame_sent: bool,
@@ -686,6 +688,7 @@ impl Live {
             speech_done: false,
             sentences: Vec::new(),
             rounds: Vec::new(),
+            answer: Vec::new(),
             answering_since: None,
             first_frame_sent: false,
         });
@@ -749,17 +752,8 @@ impl Live {
         turn.to_speak = None;
         match done {
             Ok(Ok(added)) => {
-                self.history.extend(added);
-                let text = spoken_text(&turn.sentences, None);
-                if !text.is_empty() {
-                    let at = self.elapsed_ms();
-                    self.keep(Keep::Messages(vec![message(
-                        MessageRole::Agent,
-                        text,
-                        at,
-                        at,
-                    )]));
-                }
+                // Kept once heard (`settle`), or as far as it was heard (`interrupt`).
+                turn.answer = added;
                 None
             }
             Ok(Err(e)) => {
@@ -868,7 +862,25 @@ impl Live {
         {
             return None;
         }
-        self.turn = None;
+        let mut turn = self.turn.take()?;
+        self.history.append(&mut turn.answer);
+        let text = spoken_text(&turn.sentences, None);
+        if !text.is_empty() {
+            let at = self.elapsed_ms();
+            let started = turn
+                .sentences
+                .first()
+                .and_then(|s| s.first_sent)
+                .map_or(at, |first| {
+                    at - i64::try_from(first.elapsed().as_millis()).unwrap_or(0)
+                });
+            self.keep(Keep::Messages(vec![message(
+                MessageRole::Agent,
+                text,
+                started,
+                at,
+            )]));
+        }
         self.last_activity = Instant::now();
         self.ending
     }

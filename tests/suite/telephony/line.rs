@@ -172,12 +172,24 @@ impl Line {
         run_jobs: bool,
         build: impl FnOnce(voiceplane_http::Api) -> voiceplane_http::Api,
     ) -> Self {
+        Self::open_configured(ctx, kind, timeout, run_jobs, |s| s, build).await
+    }
+
+    /// A line whose service `configure` changes, and its adapter `build`.
+    pub(super) async fn open_configured(
+        ctx: &TestContext,
+        kind: Provider,
+        timeout: Duration,
+        run_jobs: bool,
+        configure: impl FnOnce(Service) -> Service,
+        build: impl FnOnce(voiceplane_http::Api) -> voiceplane_http::Api,
+    ) -> Self {
         let provider = MockServer::start().await;
         let mut service = None;
         let server = TestServer::start_built(
             ctx,
             |_, base| {
-                let s = telephony_service(&ctx.service, &provider, base, timeout);
+                let s = configure(telephony_service(&ctx.service, &provider, base, timeout));
                 service = Some(s.clone());
                 s
             },

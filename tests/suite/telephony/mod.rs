@@ -10,6 +10,7 @@ pub(crate) mod line;
 mod runtime_example;
 mod signatures;
 mod uploads;
+mod voice;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
