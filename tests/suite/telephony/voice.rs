@@ -641,8 +641,89 @@ async fn a_full_runtime_refuses_the_next_stream(ctx: &TestContext) {
     v.close().await;
 }
 
+/// Telnyx: the answer command streams the call to the runtime with its token in
+/// `client_state`; the agent greets, answers, and `end_call` hangs up through Telnyx.
+async fn a_telnyx_call_is_answered_by_the_agent(ctx: &TestContext) {
+    let v = Voice::open(ctx, Provider::Telnyx, Limits::default(), 10).await;
+    v.agent().await;
+    for action in ["answer", "hangup"] {
+        Mock::given(method("POST"))
+            .and(path_regex(format!(r"^/v2/calls/.*/actions/{action}$")))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"data": {"result": "ok"}})),
+            )
+            .mount(&v.line.provider)
+            .await;
+    }
+    v.stt.script(ASKS_HOURS, "when do you open on monday");
+    v.llm.push(ChatAnswer::text("Hello, thanks for calling."));
+    v.llm.push(
+        ChatAnswer::text("We open at nine. Goodbye.")
+            .and_tool_call("end_call", json!({"reason": "answered"})),
+    );
+    let resp = v
+        .line
+        .telnyx(
+            ctx,
+            "call.initiated",
+            json!({"call_control_id": "v3:voice-1", "connection_id": super::line::CONNECTION,
+                   "direction": "incoming", "from": "+33612345678", "to": NUMBER}),
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let answer_path = "/v2/calls/v3:voice-1/actions/answer";
+    eventually("the answer is sent", || async {
+        !v.line.sent_to(answer_path).await.is_empty()
+    })
+    .await;
+    let answer: Value = serde_json::from_slice(&v.line.sent_to(answer_path).await[0].body).unwrap();
+    let url = answer["stream_url"].as_str().unwrap().to_owned();
+    let state = answer["client_state"].as_str().unwrap().to_owned();
+    let call_sid = voiceplane_core::telephony::call_sid_of_client_state(&state).unwrap();
+    assert!(
+        url.ends_with(&format!("/runtime/telnyx/{call_sid}")),
+        "{url}"
+    );
+    assert!(voiceplane_core::telephony::token_of_client_state(&state).is_some());
+    assert_eq!(answer["stream_bidirectional_codec"], "PCMU");
+    let caller = MediaCaller::telnyx(
+        &url,
+        TelnyxStart::new("v3:voice-1", Some(&state)),
+        Pacing::RealTime,
+    )
+    .await
+    .expect("the stream opens");
+    let greeting = FakeSpeech::audio_for("Hello, thanks for calling.").len();
+    caller
+        .wait_for("the greeting is played", LONG, |c| {
+            c.played_bytes >= greeting
+        })
+        .await;
+    caller.say(ASKS_HOURS, Duration::from_millis(400)).await;
+    let answer_audio =
+        FakeSpeech::audio_for("We open at nine.").len() + FakeSpeech::audio_for("Goodbye.").len();
+    caller
+        .wait_for("the answer is played", LONG, |c| {
+            c.played_bytes >= greeting + answer_audio
+        })
+        .await;
+    let call = v.ended(&call_sid).await;
+    assert_eq!(call["end_reason"], "tool_end_call", "{call}");
+    eventually("the call is hung up through Telnyx", || async {
+        !v.line
+            .sent_to("/v2/calls/v3:voice-1/actions/hangup")
+            .await
+            .is_empty()
+    })
+    .await;
+    let marks = caller.view().marks;
+    assert_eq!(marks.len(), 3, "a mark after each sentence: {marks:?}");
+    v.close().await;
+}
+
 db_tests!(
     an_incoming_call_is_answered_by_the_agent,
+    a_telnyx_call_is_answered_by_the_agent,
     a_stream_without_the_right_token_is_refused,
     the_caller_hanging_up_ends_the_call,
     a_caller_talking_over_the_agent_cuts_it_short,
