@@ -46,6 +46,7 @@ pub const CALL_FIELDS: &[&str] = &[
     "analysis_status",
     "analysis",
     "analysis_error",
+    "latency",
 ];
 pub const TOOL_SUMMARY_FIELDS: &[&str] = &[
     "tool_id",

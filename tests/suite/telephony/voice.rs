@@ -55,6 +55,12 @@ impl Voice {
                     .with_blobs(Arc::new(
                         OpendalBlobStore::new(BlobConfig::Memory).expect("a memory store"),
                     ))
+                    .with_document_processor(
+                        Arc::new(voiceplane_extract::Processor::new(
+                            voiceplane_extract::Limits::default(),
+                        )),
+                        Duration::from_secs(20),
+                    )
             },
             move |api| {
                 let runtime = Runtime::new(
@@ -721,7 +727,85 @@ async fn a_telnyx_call_is_answered_by_the_agent(ctx: &TestContext) {
     v.close().await;
 }
 
+/// A key pressed reaches the model as the caller's words, and the model's knowledge-base
+/// search is answered from the agent's documents.
+async fn dtmf_and_the_knowledge_base_reach_the_model(ctx: &TestContext) {
+    let v = Voice::open(ctx, Provider::Twilio, Limits::default(), 10).await;
+    v.agent().await;
+    let document = v
+        .line
+        .c
+        .create(
+            "/api/knowledge-base",
+            json!({"name": "Menu", "text": "The chef's special on Fridays is grilled octopus."}),
+        )
+        .await;
+    let document_id = document["documentation_id"].as_str().unwrap().to_owned();
+    let path = format!("/api/knowledge-base/{document_id}");
+    eventually("the document is processed", || async {
+        v.line.c.get(&path).await.1["data"]["processing_status"] == "completed"
+    })
+    .await;
+    let (status, body) = v
+        .line
+        .c
+        .send(
+            Method::PATCH,
+            &format!("/api/agents/{}", v.line.agent_id),
+            Some(json!({"kb_document_ids": [document_id], "speak_first": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    v.llm.push(ChatAnswer::tool_call(
+        "search_knowledge_base",
+        json!({"query": "friday special octopus"}),
+    ));
+    v.llm.push(ChatAnswer::text("It is grilled octopus."));
+    let (url, token, call_sid) = v.twilio_call("CA00000000000000000000000000000109").await;
+    let caller = MediaCaller::twilio(
+        &url,
+        TwilioStart::new("CA00000000000000000000000000000109").parameter("token", &token),
+        Pacing::RealTime,
+    )
+    .await
+    .expect("the stream opens");
+    caller.press('5');
+    let answer = FakeSpeech::audio_for("It is grilled octopus.").len();
+    caller
+        .wait_for("the answer is played", LONG, |c| c.played_bytes >= answer)
+        .await;
+    let requests = v.llm.requests();
+    let first = requests[0].body["messages"].as_array().unwrap().clone();
+    assert_eq!(first.last().unwrap()["content"], "(pressed 5)", "{first:?}");
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"search_knowledge_base"), "{tools:?}");
+    let found = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the search's answer")
+        .clone();
+    assert!(
+        found["content"]
+            .as_str()
+            .unwrap()
+            .contains("grilled octopus"),
+        "{found}"
+    );
+    caller.hang_up().await;
+    let call = v.ended(&call_sid).await;
+    assert_eq!(call["end_reason"], "user_hangup", "{call}");
+    v.close().await;
+}
+
 db_tests!(
+    dtmf_and_the_knowledge_base_reach_the_model,
     an_incoming_call_is_answered_by_the_agent,
     a_telnyx_call_is_answered_by_the_agent,
     a_stream_without_the_right_token_is_refused,
