@@ -219,6 +219,9 @@ struct Activity {
     /// Since when the connection has had nothing in flight: when it opened or when its last
     /// answer was sent whole, in nanoseconds after `opened`.
     idle_since: AtomicU64,
+    /// Whether it switched protocols (a WebSocket): no request header follows, so the header
+    /// deadline no longer applies (a call's media stream lasts as long as the call).
+    upgraded: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
@@ -227,6 +230,7 @@ impl Activity {
             opened: Instant::now(),
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
+            upgraded: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -326,7 +330,9 @@ impl HeaderDeadline {
     /// connection: were the timer left alone then, an idle keep-alive connection would never
     /// be closed. Once armed for this task it is not polled again until it has fired.
     fn header_overdue(&mut self, cx: &mut Context<'_>) -> bool {
-        if matches!(self.protocol, Protocol::Http2) {
+        if matches!(self.protocol, Protocol::Http2)
+            || self.activity.upgraded.load(Ordering::Relaxed)
+        {
             return false;
         }
         if !self.timer.is_elapsed()
@@ -538,6 +544,11 @@ where
         let this = self.project();
         let result = std::task::ready!(this.inner.poll(cx));
         let in_flight = this.in_flight.take();
+        if let (Ok(response), Some(in_flight)) = (&result, &in_flight)
+            && response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+        {
+            in_flight.0.upgraded.store(true, Ordering::Relaxed);
+        }
         Poll::Ready(result.map(|response| response.map(|body| Answer { body, in_flight })))
     }
 }

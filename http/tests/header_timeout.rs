@@ -328,3 +328,79 @@ async fn shutdown_sends_an_idle_http2_connection_away_at_once() {
     drop(sender);
     driving.abort();
 }
+
+/// Answers `101` and then echoes what the upgraded connection sends.
+#[derive(Clone, Copy)]
+struct Echo;
+
+impl<B: Send + 'static> tower_service::Service<http::Request<B>> for Echo {
+    type Response = http::Response<http_body_util::Empty<bytes::Bytes>>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        let upgrading = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let Ok(upgraded) = upgrading.await else {
+                return;
+            };
+            let mut io = hyper_util::rt::TokioIo::new(upgraded);
+            let mut buf = [0u8; 64];
+            while let Ok(n) = io.read(&mut buf).await {
+                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Box::pin(async {
+            let mut answer = http::Response::new(http_body_util::Empty::new());
+            *answer.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+            answer.headers_mut().insert(
+                http::header::UPGRADE,
+                http::HeaderValue::from_static("echo"),
+            );
+            answer.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("upgrade"),
+            );
+            Ok(answer)
+        })
+    }
+}
+
+/// A connection that switched protocols (a call's media WebSocket) is no longer waiting for
+/// a request header: it stays open however long it is quiet (calls last minutes).
+#[tokio::test(start_paused = true)]
+async fn an_upgraded_connection_outlives_the_header_read_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(voiceplane_http::serve_service(listener, Echo, async {
+        let _ = stopped.await;
+    }));
+    let mut conn = TcpStream::connect(addr).await.unwrap();
+    conn.write_all(
+        b"GET /media HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let text = read_until(&mut conn, "\r\n\r\n").await;
+    assert!(text.starts_with("HTTP/1.1 101 "), "{text}");
+    for _ in 0..3 {
+        tokio::time::sleep(TIMEOUT * 2).await;
+        conn.write_all(b"ping").await.unwrap();
+        assert_eq!(read_until(&mut conn, "ping").await, "ping");
+    }
+    drop(conn);
+    stop.send(()).unwrap();
+    let _ = tokio::time::timeout(TIMEOUT, server).await;
+}
