@@ -30,8 +30,8 @@ use serde_json::json;
 use voiceplane_core::Service;
 use voiceplane_core::runtime::RuntimeSettings;
 use voiceplane_core::telephony::signature::twilio_signature;
-use voiceplane_runtime::{Runtime, RuntimeConfig, Upstreams};
-use voiceplane_suite::sample::percentile;
+use voiceplane_runtime::{Runtime, RuntimeConfig};
+use voiceplane_suite::sample::{cpu_seconds, percentile};
 use voiceplane_suite::voice::*;
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, agent_body, http_client, twilio_body};
 
@@ -47,22 +47,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn rss_kib() -> f64 {
@@ -103,41 +87,7 @@ async fn main() {
     let llm = FakeChat::start("oa").await;
     llm.otherwise(|_| ChatAnswer::text(ANSWER).with_usage(50, 5));
     let tts = FakeSpeech::provider_one("p1").await;
-    let settings = voiceplane_clients::RuntimeClientSettings {
-        policy: voiceplane_core::webhooks::TargetPolicy {
-            allow_private: true,
-        },
-        ..Default::default()
-    };
-    let upstreams = Upstreams {
-        stt: [(
-            "deepgram".to_owned(),
-            Arc::new(voiceplane_clients::DeepgramListener::with_settings(settings).unwrap()) as _,
-        )]
-        .into(),
-        llm: [(
-            "openai".to_owned(),
-            Arc::new(voiceplane_clients::OpenAiChat::with_settings(settings).unwrap()) as _,
-        )]
-        .into(),
-        tts: [(
-            "provider_one".to_owned(),
-            Arc::new(voiceplane_clients::ProviderOneSpeech::with_settings(settings, "").unwrap())
-                as _,
-        )]
-        .into(),
-        http_tools: Some(Arc::new(
-            voiceplane_clients::GuardedHttpTools::new(settings.policy).unwrap(),
-        )),
-        keys: [
-            provider_key("deepgram", &stt.base_url(), "dg"),
-            provider_key("openai", &llm.base_url(), "oa"),
-            provider_key("provider_one", &tts.base_url(), "p1"),
-        ]
-        .into_iter()
-        .map(|k| (k.provider.clone(), k))
-        .collect(),
-    };
+    let upstreams = upstreams((&stt, "dg"), (&llm, "oa"), (&tts, "p1"));
     let server = TestServer::start_built(
         &ctx,
         |s, base| {

@@ -30,7 +30,7 @@ use serde_json::json;
 use voiceplane_core::Service;
 use voiceplane_core::jobs::{Done, Job, JobError, JobHandler, JobRepository, NewJob, RunnerConfig};
 use voiceplane_core::telephony::signature::twilio_signature;
-use voiceplane_suite::sample::percentile;
+use voiceplane_suite::sample::{cpu_seconds, percentile};
 use voiceplane_suite::{ApiCaller, TestContext, TestServer, agent_body, http_client, twilio_body};
 
 const SID: &str = "AC0123456789abcdef0123456789abcdef";
@@ -68,25 +68,6 @@ fn telephony(service: &Service, provider: &str, base: &str) -> Service {
         voiceplane_suite::telephony(provider),
         voiceplane_http::Api::telephony_webhooks(base),
     )
-}
-
-/// The CPU time this process (server, database client and load generator) has used.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command), in ticks
-    // of 1/100 s on Linux.
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// `p50 / p99` of `samples`, in milliseconds.

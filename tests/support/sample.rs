@@ -161,3 +161,22 @@ pub async fn explain(db: &DatabaseConnection, statement: Statement) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The CPU time this process (server, database client and load generator) has used.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command), in ticks
+    // of 1/100 s on Linux.
+    (ticks(11) + ticks(12)) / 100.0
+}

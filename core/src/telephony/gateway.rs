@@ -109,6 +109,22 @@ impl GatewayError {
     }
 }
 
+/// A failed request to the provider as a caller sees it: 502 with the provider's sentence
+/// (and its code, when it refused).
+impl From<GatewayError> for crate::error::Error {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Rejected { code, message } => {
+                Self::Upstream(format!("{message} (code {code})"))
+            }
+            GatewayError::Unavailable(why)
+            | GatewayError::Overloaded(why)
+            | GatewayError::Unknown(why)
+            | GatewayError::NotFound(why) => Self::Upstream(why),
+        }
+    }
+}
+
 /// What identifies a call a dial may have created, for asking the provider after an answer
 /// that left it unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]

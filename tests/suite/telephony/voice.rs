@@ -11,7 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use voiceplane_core::runtime::RuntimeSettings;
 use voiceplane_runtime::call::Limits;
-use voiceplane_runtime::{Runtime, RuntimeConfig, Upstreams};
+use voiceplane_runtime::{Runtime, RuntimeConfig};
 use voiceplane_storage::{BlobConfig, OpendalBlobStore};
 use voiceplane_suite::voice::*;
 use voiceplane_suite::*;
@@ -44,7 +44,7 @@ impl Voice {
         let llm = FakeChat::start(OA_KEY).await;
         let tts = FakeSpeech::provider_one(P1_KEY).await;
         let tool = MockServer::start().await;
-        let upstreams = upstreams(&stt, &llm, &tts);
+        let upstreams = upstreams((&stt, DG_KEY), (&llm, OA_KEY), (&tts, P1_KEY));
         let line = Line::open_configured(
             ctx,
             kind,
@@ -189,42 +189,6 @@ impl Voice {
 
     async fn close(self) {
         self.line.close().await;
-    }
-}
-
-fn upstreams(stt: &FakeDeepgram, llm: &FakeChat, tts: &FakeSpeech) -> Upstreams {
-    let settings = voiceplane_clients::RuntimeClientSettings {
-        policy: voiceplane_core::webhooks::TargetPolicy {
-            allow_private: true,
-        },
-        ..Default::default()
-    };
-    let keys = [
-        provider_key("deepgram", &stt.base_url(), DG_KEY),
-        provider_key("openai", &llm.base_url(), OA_KEY),
-        provider_key("provider_one", &tts.base_url(), P1_KEY),
-    ];
-    Upstreams {
-        stt: [(
-            "deepgram".to_owned(),
-            Arc::new(voiceplane_clients::DeepgramListener::with_settings(settings).unwrap()) as _,
-        )]
-        .into(),
-        llm: [(
-            "openai".to_owned(),
-            Arc::new(voiceplane_clients::OpenAiChat::with_settings(settings).unwrap()) as _,
-        )]
-        .into(),
-        tts: [(
-            "provider_one".to_owned(),
-            Arc::new(voiceplane_clients::ProviderOneSpeech::with_settings(settings, "").unwrap())
-                as _,
-        )]
-        .into(),
-        http_tools: Some(Arc::new(
-            voiceplane_clients::GuardedHttpTools::new(settings.policy).unwrap(),
-        )),
-        keys: keys.into_iter().map(|k| (k.provider.clone(), k)).collect(),
     }
 }
 

@@ -100,6 +100,53 @@ pub fn provider_key(provider: &str, base_url: &str, api_key: &str) -> ProviderKe
     }
 }
 
+/// The built-in runtime's upstreams: the real clients, with private addresses allowed (the
+/// fakes are on loopback), at these fakes with their keys.
+pub fn upstreams(
+    (stt, stt_key): (&FakeDeepgram, &str),
+    (llm, llm_key): (&FakeChat, &str),
+    (tts, tts_key): (&FakeSpeech, &str),
+) -> voiceplane_runtime::Upstreams {
+    let settings = voiceplane_clients::RuntimeClientSettings {
+        policy: voiceplane_core::webhooks::TargetPolicy {
+            allow_private: true,
+        },
+        ..Default::default()
+    };
+    let keys = [
+        provider_key("deepgram", &stt.base_url(), stt_key),
+        provider_key("openai", &llm.base_url(), llm_key),
+        provider_key("provider_one", &tts.base_url(), tts_key),
+    ];
+    voiceplane_runtime::Upstreams {
+        stt: [(
+            "deepgram".to_owned(),
+            Arc::new(
+                voiceplane_clients::DeepgramListener::with_settings(settings).expect("a client"),
+            ) as _,
+        )]
+        .into(),
+        llm: [(
+            "openai".to_owned(),
+            Arc::new(voiceplane_clients::OpenAiChat::with_settings(settings).expect("a client"))
+                as _,
+        )]
+        .into(),
+        tts: [(
+            "provider_one".to_owned(),
+            Arc::new(
+                voiceplane_clients::ProviderOneSpeech::with_settings(settings, "")
+                    .expect("a client"),
+            ) as _,
+        )]
+        .into(),
+        http_tools: Some(Arc::new(
+            voiceplane_clients::GuardedHttpTools::new(settings.policy).expect("a client"),
+        )),
+        keys: keys.into_iter().map(|k| (k.provider.clone(), k)).collect(),
+    }
+}
+
 /// Lower-cased header names and their values (the last of each).
 fn header_map(headers: &axum::http::HeaderMap) -> BTreeMap<String, String> {
     headers

@@ -9,7 +9,6 @@ use crate::ids::IdKind;
 use crate::model::{Agent, Call, CallStatus, EventType, Tool};
 use crate::role::Permission;
 use crate::service::{By, Service};
-use crate::telephony::gateway::GatewayError;
 use crate::telephony::progress::is_terminal;
 
 /// The answer of `GET /api/calls/{call_sid}/session`: what the runtime needs to run a call.
@@ -70,15 +69,7 @@ impl Service {
             Ok(()) => Ok(call),
             // Its end was never reported: it ends now, as the provider says.
             Err(e) if e.call_is_gone() => Ok(self.lose_call(&call).await?.unwrap_or(call)),
-            Err(GatewayError::Rejected { code, message }) => {
-                Err(Error::Upstream(format!("{message} (code {code})")))
-            }
-            Err(
-                GatewayError::Unavailable(why)
-                | GatewayError::Overloaded(why)
-                | GatewayError::Unknown(why)
-                | GatewayError::NotFound(why),
-            ) => Err(Error::Upstream(why)),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -19,7 +19,6 @@ use crate::role::Role;
 use crate::runtime::{MediaEndpoint, token_matches};
 use crate::service::{By, Service};
 use crate::telephony::TelephonyProvider;
-use crate::telephony::gateway::GatewayError;
 use crate::telephony::progress::{AnsweredBy, is_terminal};
 
 /// A call the built-in runtime may run: the stream that asked for it showed its token.
@@ -198,15 +197,7 @@ impl Service {
         match gateway.hangup(&credentials, &provider_call_id, true).await {
             Ok(()) => Ok(()),
             Err(e) if e.call_is_gone() => Ok(()),
-            Err(GatewayError::Rejected { code, message }) => {
-                Err(Error::Upstream(format!("{message} (code {code})")))
-            }
-            Err(
-                GatewayError::Unavailable(why)
-                | GatewayError::Overloaded(why)
-                | GatewayError::Unknown(why)
-                | GatewayError::NotFound(why),
-            ) => Err(Error::Upstream(why)),
+            Err(e) => Err(e.into()),
         }
     }
 
